@@ -1,0 +1,8 @@
+from django.apps import AppConfig
+
+
+class FleetConfig(AppConfig):
+    name = "console.fleet"
+    label = "fleet"
+    verbose_name = "Fleet"
+    default_auto_field = "django.db.models.BigAutoField"

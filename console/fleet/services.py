@@ -1,0 +1,278 @@
+"""Writes to the fleet: every create, update, delete and import goes through here, so validation,
+the revision counter and the change history can never be skipped by a view, the API or a command.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import yaml
+from django.core.exceptions import ValidationError
+from django.db import transaction
+from django.utils import timezone
+
+from console.fleet import manifests
+from console.fleet.models import ChangeRecord, EC2NodeClass, NodePool
+
+_KINDS: dict[str, tuple[type[NodePool] | type[EC2NodeClass], str]] = {
+    manifests.NODEPOOL_KIND: (NodePool, ChangeRecord.NODEPOOL),
+    manifests.NODECLASS_KIND: (EC2NodeClass, ChangeRecord.NODECLASS),
+}
+
+
+class StaleRevision(ValidationError):
+    """Someone else saved the object since it was loaded; saving now would silently undo their change."""
+
+
+def _manifest(obj: NodePool | EC2NodeClass | None) -> dict[str, Any] | None:
+    if obj is None:
+        return None
+    if isinstance(obj, NodePool):
+        return manifests.nodepool_to_manifest(obj.field_values())
+    return manifests.nodeclass_to_manifest(obj.field_values())
+
+
+def _record(obj: NodePool | EC2NodeClass, *, action: str, before: Mapping[str, Any] | None,
+            user: Any, source: str) -> ChangeRecord | None:
+    after = None if action == "deleted" else _manifest(obj)
+    changes = manifests.diff_manifests(before, after)
+    if action == "updated" and not changes:
+        return None
+    return ChangeRecord.objects.create(
+        object_type=ChangeRecord.NODEPOOL if isinstance(obj, NodePool) else ChangeRecord.NODECLASS,
+        object_name=obj.name, action=action, source=source,
+        user=user if getattr(user, "pk", None) else None,
+        username=getattr(user, "username", "") or "",
+        changes=changes,
+    )
+
+
+def _save(obj: NodePool | EC2NodeClass, *, values: Mapping[str, Any], user: Any, source: str,
+          expected_revision: int | None = None) -> NodePool | EC2NodeClass:
+    creating = obj.pk is None
+    before = None if creating else _manifest(type(obj).objects.get(pk=obj.pk))
+    for name, value in values.items():
+        setattr(obj, name, value)
+    obj.full_clean()
+    if not creating:
+        current = type(obj).objects.select_for_update().only("revision").get(pk=obj.pk).revision
+        if expected_revision is not None and current != expected_revision:
+            raise StaleRevision(
+                f"{obj.name} was changed by someone else (revision {current}, you edited {expected_revision}); "
+                "reload it and apply your change again")
+        obj.revision = current + 1
+    obj.updated_at = timezone.now()
+    obj.save()
+    _record(obj, action="created" if creating else "updated", before=before, user=user, source=source)
+    return obj
+
+
+@transaction.atomic
+def nodepool_create(*, values: Mapping[str, Any], user: Any, source: str = "form") -> NodePool:
+    pool = _save(NodePool(), values=values, user=user, source=source)
+    assert isinstance(pool, NodePool)
+    return pool
+
+
+@transaction.atomic
+def nodepool_update(*, nodepool: NodePool, values: Mapping[str, Any], user: Any, source: str = "form",
+                    expected_revision: int | None = None) -> NodePool:
+    pool = _save(nodepool, values=values, user=user, source=source, expected_revision=expected_revision)
+    assert isinstance(pool, NodePool)
+    return pool
+
+
+@transaction.atomic
+def nodepool_delete(*, nodepool: NodePool, user: Any, source: str = "form") -> None:
+    before = _manifest(nodepool)
+    _record(nodepool, action="deleted", before=before, user=user, source=source)
+    nodepool.delete()
+
+
+@transaction.atomic
+def nodeclass_create(*, values: Mapping[str, Any], user: Any, source: str = "form") -> EC2NodeClass:
+    nodeclass = _save(EC2NodeClass(), values=values, user=user, source=source)
+    assert isinstance(nodeclass, EC2NodeClass)
+    return nodeclass
+
+
+@transaction.atomic
+def nodeclass_update(*, nodeclass: EC2NodeClass, values: Mapping[str, Any], user: Any, source: str = "form",
+                     expected_revision: int | None = None) -> EC2NodeClass:
+    updated = _save(nodeclass, values=values, user=user, source=source, expected_revision=expected_revision)
+    assert isinstance(updated, EC2NodeClass)
+    return updated
+
+
+class NodeClassInUse(ValidationError):
+    pass
+
+
+@transaction.atomic
+def nodeclass_delete(*, nodeclass: EC2NodeClass, user: Any, source: str = "form") -> None:
+    users = list(NodePool.objects.filter(node_class_name=nodeclass.name).values_list("name", flat=True))
+    if users:
+        # Karpenter keeps a NodeClass while NodePools reference it (finalizer); so do we.
+        raise NodeClassInUse(f"EC2NodeClass {nodeclass.name} is referenced by NodePool(s) {', '.join(users)}")
+    _record(nodeclass, action="deleted", before=_manifest(nodeclass), user=user, source=source)
+    nodeclass.delete()
+
+
+# --- Karpenter YAML import ------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class ImportProblem:
+    document: int          # 1-based index of the YAML document in the upload
+    path: str              # Karpenter YAML path, e.g. spec.template.spec.requirements[0].operator
+    message: str
+    source: str = ""       # file name, when known
+
+    def __str__(self) -> str:
+        where = f"{self.source}: " if self.source else ""
+        field = f" {self.path}:" if self.path else ""
+        return f"{where}document {self.document}:{field} {self.message}"
+
+
+@dataclass
+class ImportResult:
+    created: list[str] = field(default_factory=list)
+    updated: list[str] = field(default_factory=list)
+    unchanged: list[str] = field(default_factory=list)
+    problems: list[ImportProblem] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return not self.problems
+
+
+class ImportFailed(Exception):
+    def __init__(self, problems: Sequence[ImportProblem]) -> None:
+        super().__init__("\n".join(str(p) for p in problems))
+        self.problems = list(problems)
+
+
+def _documents(text: str, source: str) -> list[tuple[int, Any]]:
+    try:
+        raw = list(yaml.safe_load_all(text))
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+        # Count which document the error is in, so the message can name it like the others.
+        line = mark.line if mark else 0
+        doc_index = 1 + sum(1 for ln in text.splitlines()[:line] if ln.strip() == "---" )
+        if text.lstrip().startswith("---"):
+            doc_index = max(1, doc_index - 1)
+        problem = getattr(exc, "problem", None) or str(exc)
+        raise ImportFailed([ImportProblem(doc_index, "", f"malformed YAML{where}: {problem}", source)]) from None
+    docs: list[tuple[int, Any]] = []
+    for index, doc in enumerate(raw, start=1):
+        if doc is None:
+            continue
+        if isinstance(doc, Mapping) and doc.get("kind") == "List" and isinstance(doc.get("items"), list):
+            docs.extend((index, item) for item in doc["items"])
+        else:
+            docs.append((index, doc))
+    return docs
+
+
+def _error_path(kind: str, field_name: str, located: str) -> tuple[str, str]:
+    """Turn a model error ('[0].values: msg' on field requirements) into (yaml path, msg)."""
+    base = manifests.field_path(kind, field_name) if field_name != "__all__" else ""
+    sub, sep, message = located.partition(": ")
+    if sep and (sub.startswith("[") or "." in sub or sub.replace("_", "").isalnum()) and " " not in sub:
+        joiner = "" if sub.startswith("[") else "."
+        return f"{base}{joiner}{sub}" if base else sub, message
+    return base, located
+
+
+def karpenter_import(*, texts: Sequence[tuple[str, str]], user: Any, dry_run: bool = False) -> ImportResult:
+    """Import NodePool and EC2NodeClass documents from (source name, YAML text) pairs.
+
+    All or nothing: every document is checked first; if any has a problem nothing is written and
+    every problem is reported. Existing objects with the same name are updated (like kubectl apply).
+    """
+    result = ImportResult()
+    parsed: list[tuple[str, int, str, dict[str, Any]]] = []
+    seen: dict[tuple[str, str], str] = {}
+    for source, text in texts:
+        try:
+            documents = _documents(text, source)
+        except ImportFailed as failed:
+            result.problems.extend(failed.problems)
+            continue
+        if not documents:
+            result.problems.append(ImportProblem(1, "", "no documents found", source))
+        for index, doc in documents:
+            def problem(path: str, message: str, index: int = index, source: str = source) -> None:
+                result.problems.append(ImportProblem(index, path, message, source))
+            if not isinstance(doc, Mapping):
+                problem("", f"expected a mapping with apiVersion and kind, got {type(doc).__name__}")
+                continue
+            api_version, kind = doc.get("apiVersion"), doc.get("kind")
+            expected = {manifests.NODEPOOL_KIND: manifests.NODEPOOL_API_VERSION,
+                        manifests.NODECLASS_KIND: manifests.NODECLASS_API_VERSION}
+            if kind not in expected:
+                problem("kind", f"unsupported kind {kind!r}; expected NodePool (karpenter.sh/v1) "
+                                f"or EC2NodeClass (karpenter.k8s.aws/v1)")
+                continue
+            if api_version != expected[kind]:
+                problem("apiVersion", f"unsupported apiVersion {api_version!r} for {kind}; expected {expected[kind]}"
+                        + (" (v1beta1 objects must be migrated to v1 first)" if "v1beta1" in str(api_version) else ""))
+                continue
+            values, structural = manifests.fields_from_manifest(doc)
+            for path, message in structural:
+                problem(path, message)
+            if structural:
+                continue
+            name = values.get("name")
+            if (kind, str(name)) in seen:
+                problem("metadata.name", f"{kind} {name!r} appears twice in this import (also in {seen[(kind, str(name))]})")
+                continue
+            seen[(kind, str(name))] = f"{source} document {index}" if source else f"document {index}"
+            parsed.append((source, index, kind, values))
+
+    # Validate every document against the model before writing anything.
+    for source, index, kind, values in parsed:
+        model, _ = _KINDS[kind]
+        existing = model.objects.filter(name=values.get("name")).first()
+        candidate = existing or model()
+        for name, value in values.items():
+            setattr(candidate, name, value)
+        try:
+            candidate.full_clean(validate_unique=existing is None)
+        except ValidationError as exc:
+            for field_name, messages in exc.message_dict.items():
+                for message in messages:
+                    path, text = _error_path(kind, field_name, message)
+                    result.problems.append(ImportProblem(index, path, text, source))
+    if result.problems or dry_run:
+        return result
+
+    with transaction.atomic():
+        for _source, _index, kind, values in parsed:
+            model, _ = _KINDS[kind]
+            existing = model.objects.filter(name=values["name"]).first()
+            label = f"{kind}/{values['name']}"
+            if existing is None:
+                if kind == manifests.NODEPOOL_KIND:
+                    nodepool_create(values=values, user=user, source="import")
+                else:
+                    nodeclass_create(values=values, user=user, source="import")
+                result.created.append(label)
+            elif all(getattr(existing, k) == v for k, v in values.items()):
+                result.unchanged.append(label)
+            elif isinstance(existing, NodePool):
+                nodepool_update(nodepool=existing, values=values, user=user, source="import")
+                result.updated.append(label)
+            else:
+                nodeclass_update(nodeclass=existing, values=values, user=user, source="import")
+                result.updated.append(label)
+    return result
+
+
+def karpenter_export(objects: Sequence[NodePool | EC2NodeClass]) -> str:
+    """Multi-document YAML that Karpenter accepts and that imports back to the same objects."""
+    docs = [_manifest(obj) for obj in objects]
+    return yaml.safe_dump_all(docs, sort_keys=False, default_flow_style=False, explicit_start=True)

@@ -1,0 +1,168 @@
+"""Loadmaster console settings. Every deploy-time knob is read from the environment here and only
+here (see README, "Settings"); the defaults run the embedded demo: SQLite, an SQLite-backed Celery
+broker and simulated backends, with nothing else to install."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from django.core.exceptions import ImproperlyConfigured
+
+from console.env import (
+    database_from_url,
+    env_bool,
+    env_int,
+    env_list,
+    env_str,
+    local_secret_key,
+)
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+# Runtime state of the embedded default (SQLite database, broker, generated secret key).
+VAR_DIR = Path(env_str("LOADMASTER_VAR_DIR", str(BASE_DIR / "var")) or BASE_DIR / "var")
+
+DEBUG = env_bool("DEBUG", False)
+
+_secret = env_str("SECRET_KEY")
+if not _secret:
+    if not DEBUG:
+        raise ImproperlyConfigured(
+            "SECRET_KEY must be set when DEBUG is off (the embedded demo sets DEBUG=1 and keeps a generated key in var/)"
+        )
+    _secret = local_secret_key(VAR_DIR / "secret_key")
+SECRET_KEY = _secret
+
+ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", ["localhost", "127.0.0.1", "[::1]"])
+CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS", [])
+
+INSTALLED_APPS = [
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "django.contrib.staticfiles",
+    "django.contrib.humanize",
+    "rest_framework",
+    "rest_framework.authtoken",
+    "django_filters",
+    "drf_spectacular",
+    "console.fleet",
+]
+
+MIDDLEWARE = [
+    "django.middleware.security.SecurityMiddleware",
+    "whitenoise.middleware.WhiteNoiseMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "console.access.LoginRequiredMiddleware",
+]
+
+ROOT_URLCONF = "console.urls"
+WSGI_APPLICATION = "console.wsgi.application"
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [BASE_DIR / "templates"],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+                "console.access.role_context",
+            ],
+        },
+    },
+]
+
+DATABASES = {
+    "default": database_from_url(
+        "DATABASE_URL", env_str("DATABASE_URL", f"sqlite:///{VAR_DIR / 'loadmaster.sqlite3'}") or ""
+    )
+}
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
+    {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
+]
+LOGIN_URL = "login"
+LOGIN_REDIRECT_URL = "fleet:nodepool-list"
+LOGOUT_REDIRECT_URL = "login"
+
+LANGUAGE_CODE = "en-us"
+TIME_ZONE = "UTC"
+USE_I18N = False
+USE_TZ = True
+
+STATIC_URL = "static/"
+STATICFILES_DIRS = [BASE_DIR / "static"]
+STATIC_ROOT = BASE_DIR / "staticfiles"
+STORAGES = {
+    "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
+    "staticfiles": {"BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"},
+}
+# Serve static files straight from the finders, so the console works without collectstatic.
+WHITENOISE_USE_FINDERS = True
+WHITENOISE_AUTOREFRESH = DEBUG
+
+SESSION_COOKIE_HTTPONLY = True
+CSRF_COOKIE_SECURE = env_bool("SECURE_COOKIES", False)
+SESSION_COOKIE_SECURE = CSRF_COOKIE_SECURE
+X_FRAME_OPTIONS = "DENY"
+
+# Uploaded Karpenter YAML and cluster snapshots can be large.
+DATA_UPLOAD_MAX_MEMORY_SIZE = env_int("LOADMASTER_MAX_UPLOAD_BYTES", 32 * 1024 * 1024, minimum=1024)
+FILE_UPLOAD_MAX_MEMORY_SIZE = DATA_UPLOAD_MAX_MEMORY_SIZE
+
+REST_FRAMEWORK = {
+    "DEFAULT_AUTHENTICATION_CLASSES": [
+        "rest_framework.authentication.SessionAuthentication",
+        "rest_framework.authentication.TokenAuthentication",
+    ],
+    "DEFAULT_PERMISSION_CLASSES": ["console.access.RolePermission"],
+    "DEFAULT_FILTER_BACKENDS": ["django_filters.rest_framework.DjangoFilterBackend"],
+    "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.PageNumberPagination",
+    "PAGE_SIZE": 50,
+    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+}
+SPECTACULAR_SETTINGS = {
+    "TITLE": "Loadmaster API",
+    "DESCRIPTION": "NodePools, EC2NodeClasses, NodeClaims and the decision ledger of a Loadmaster-managed cluster.",
+    "VERSION": "1",
+    "SERVE_INCLUDE_SCHEMA": False,
+    "SERVE_PERMISSIONS": ["console.access.RolePermission"],
+}
+
+# Celery: the embedded default needs no server (kombu's SQLAlchemy transport on an SQLite file).
+CELERY_BROKER_URL = env_str("CELERY_BROKER_URL", f"sqla+sqlite:///{VAR_DIR / 'celery-broker.sqlite3'}")
+CELERY_TASK_IGNORE_RESULT = True
+CELERY_TASK_ALWAYS_EAGER = env_bool("CELERY_TASK_ALWAYS_EAGER", False)
+CELERY_TASK_EAGER_PROPAGATES = True
+CELERY_TASK_ACKS_LATE = True
+CELERY_WORKER_PREFETCH_MULTIPLIER = 1
+CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+CELERY_TIMEZONE = "UTC"
+CELERY_BEAT_SCHEDULE_FILENAME = str(VAR_DIR / "celerybeat-schedule")
+# The beat schedule, in one place. Each entry says why it runs at that pace.
+CELERY_BEAT_SCHEDULE = {
+    # Liveness of the loops: the console shows when a worker last ran a task, so an operator
+    # sees at once when beat or every worker is down.
+    "heartbeat": {"task": "console.fleet.tasks.heartbeat", "schedule": 30.0},
+}
+
+LOADMASTER_CLUSTER_NAME = env_str("LOADMASTER_CLUSTER_NAME", "demo") or "demo"
+
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"}},
+    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
+    "root": {"handlers": ["console"], "level": env_str("LOG_LEVEL", "INFO")},
+}
