@@ -1,0 +1,174 @@
+"""The demo fleet loaded by the README's run command: a NodeClass, three NodePools, NodeClaims at
+different lifecycle stages and ledger entries, so every page has something true to show.
+
+Prices come from the instance catalog when it can price the offering (on-demand list prices, spot
+estimates marked as such in the claim's labels); a claim whose price the catalog does not know is
+saved with an unknown price rather than a made-up one.
+"""
+
+from __future__ import annotations
+
+import logging
+import zlib
+from datetime import timedelta
+from decimal import Decimal
+from typing import Any
+
+from django.db import transaction
+from django.utils import timezone
+
+from console.fleet import services
+from console.fleet.models import Decision, NodeClaim, NodePool
+
+logger = logging.getLogger(__name__)
+
+NODECLASS = {
+    "name": "default",
+    "ami_family": "AL2023",
+    "ami_selector_terms": [{"alias": "al2023@latest"}],
+    "subnet_selector_terms": [{"tags": {"karpenter.sh/discovery": "demo"}}],
+    "security_group_selector_terms": [{"tags": {"karpenter.sh/discovery": "demo"}}],
+    "role": "KarpenterNodeRole-demo",
+    "tags": {"team": "platform"},
+    "block_device_mappings": [{"deviceName": "/dev/xvda", "ebs": {"volumeSize": "100Gi", "volumeType": "gp3",
+                                                                   "encrypted": True}}],
+    "kubelet": {"maxPods": 110},
+    "metadata_options": {"httpTokens": "required", "httpPutResponseHopLimit": 1},
+}
+
+NODEPOOLS: list[dict[str, Any]] = [
+    {
+        "name": "default",
+        "node_class_name": "default",
+        "weight": 50,
+        "template_labels": {"team": "platform"},
+        "requirements": [
+            {"key": "karpenter.sh/capacity-type", "operator": "In", "values": ["spot", "on-demand"]},
+            {"key": "kubernetes.io/arch", "operator": "In", "values": ["amd64", "arm64"]},
+            {"key": "karpenter.k8s.aws/instance-category", "operator": "In", "values": ["c", "m", "r"]},
+            {"key": "karpenter.k8s.aws/instance-generation", "operator": "Gt", "values": ["5"]},
+        ],
+        "limits": {"cpu": "200", "memory": "800Gi"},
+        "consolidation_policy": "WhenEmptyOrUnderutilized",
+        "consolidate_after": "1m",
+        "budgets": [{"nodes": "10%"}, {"nodes": "0", "schedule": "0 9 * * mon-fri", "duration": "8h",
+                                        "reasons": ["Underutilized"]}],
+    },
+    {
+        "name": "gpu",
+        "node_class_name": "default",
+        "weight": 10,
+        "taints": [{"key": "nvidia.com/gpu", "value": "true", "effect": "NoSchedule"}],
+        "requirements": [
+            {"key": "karpenter.sh/capacity-type", "operator": "In", "values": ["on-demand"]},
+            {"key": "karpenter.k8s.aws/instance-family", "operator": "In", "values": ["g5", "g6"]},
+        ],
+        "limits": {"cpu": "64", "memory": "512Gi", "nvidia.com/gpu": "8"},
+        "consolidation_policy": "WhenEmpty",
+        "consolidate_after": "10m",
+        "budgets": [{"nodes": "1"}],
+    },
+    {
+        "name": "batch",
+        "node_class_name": "default",
+        "weight": 20,
+        "template_labels": {"workload": "batch"},
+        "taints": [{"key": "workload", "value": "batch", "effect": "NoSchedule"}],
+        "requirements": [
+            {"key": "karpenter.sh/capacity-type", "operator": "In", "values": ["spot"]},
+            {"key": "kubernetes.io/arch", "operator": "In", "values": ["arm64"]},
+            {"key": "karpenter.k8s.aws/instance-family", "operator": "In", "values": ["c7g", "m7g", "c8g", "m8g"],
+             "minValues": 2},
+        ],
+        "limits": {"cpu": "400"},
+        "expire_after": "24h",
+        "consolidation_policy": "WhenEmptyOrUnderutilized",
+        "consolidate_after": "30s",
+        "budgets": [{"nodes": "20%"}],
+    },
+]
+
+# (name, pool, instance type, capacity type, zone, age in minutes, state, allocatable)
+CLAIMS = [
+    ("default-7xk2p", "default", "m6i.xlarge", "on-demand", "us-east-1a", 600, "initialized", {"cpu": "3920m", "memory": "14162Mi", "pods": "58"}),
+    ("default-q9d4m", "default", "c6g.2xlarge", "spot", "us-east-1b", 240, "initialized", {"cpu": "7910m", "memory": "14162Mi", "pods": "58"}),
+    ("default-h2v8c", "default", "m7g.large", "spot", "us-east-1c", 3, "registered", {"cpu": "1930m", "memory": "6868Mi", "pods": "29"}),
+    ("gpu-b4n7t", "gpu", "g5.xlarge", "on-demand", "us-east-1a", 90, "initialized", {"cpu": "3920m", "memory": "14162Mi", "pods": "58", "nvidia.com/gpu": "1"}),
+    ("batch-z8w1r", "batch", "c7g.xlarge", "spot", "us-east-1d", 1, "launched", {"cpu": "3920m", "memory": "6868Mi", "pods": "58"}),
+    ("batch-k3j6f", "batch", "c7g.xlarge", "spot", "us-east-1a", 300, "terminated", {"cpu": "3920m", "memory": "6868Mi", "pods": "58"}),
+]
+
+
+def _price(instance_type: str, capacity_type: str, zone: str) -> Decimal | None:
+    try:
+        from packing.catalog import load_builtin
+    except ImportError:
+        return None
+    try:
+        for itype in load_builtin("us-east-1"):
+            if itype.name != instance_type:
+                continue
+            for offering in itype.offerings:
+                if offering.zone == zone and offering.capacity_type == capacity_type and offering.price is not None:
+                    return Decimal(str(round(offering.price, 6)))
+    except Exception:  # the demo must load even if the catalog is being rebuilt
+        logger.exception("catalog unavailable for demo prices")
+    return None
+
+
+@transaction.atomic
+def demo_load(*, user: Any = None) -> bool:
+    """Load the demo fleet unless NodePools already exist. Returns whether anything was loaded."""
+    if NodePool.objects.exists():
+        return False
+    services.nodeclass_create(values=NODECLASS, user=user, source="demo")
+    pools = {spec["name"]: services.nodepool_create(values=spec, user=user, source="demo") for spec in NODEPOOLS}
+    now = timezone.now()
+    for name, pool, itype, capacity, zone, age, state, allocatable in CLAIMS:
+        created = now - timedelta(minutes=age)
+        price = _price(itype, capacity, zone)
+        claim = NodeClaim(
+            name=name, nodepool=pools[pool], nodepool_name=pool, instance_type=itype,
+            instance_type_options=[itype], capacity_type=capacity, zone=zone, price_per_hour=price,
+            allocatable=allocatable, created_at=created,
+            labels={"karpenter.sh/nodepool": pool, "node.kubernetes.io/instance-type": itype,
+                    "karpenter.sh/capacity-type": capacity, "topology.kubernetes.io/zone": zone},
+        )
+        order = ["launched", "registered", "initialized"]
+        if state in order or state == "terminated":
+            claim.launched_at = created + timedelta(seconds=20)
+            claim.instance_id = f"i-0{zlib.crc32(name.encode()) * 7919:015x}"[:19]
+            claim.provider_id = f"aws:///{zone}/{claim.instance_id}"
+        if state in ("registered", "initialized", "terminated"):
+            claim.registered_at = created + timedelta(seconds=50)
+            claim.node_name = f"ip-10-0-{zlib.crc32(name.encode()) % 250}-{zlib.crc32(name[::-1].encode()) % 250}.ec2.internal"
+        if state in ("initialized", "terminated"):
+            claim.initialized_at = created + timedelta(seconds=75)
+        if state == "terminated":
+            claim.disrupting_at = now - timedelta(minutes=12)
+            claim.terminated_at = now - timedelta(minutes=10)
+            claim.termination_reason = "empty: all pods finished (consolidation)"
+        claim.save()
+        Decision.objects.create(
+            at=created, kind=Decision.LAUNCH, nodepool=pools[pool], nodepool_name=pool, nodes=[name],
+            cost_before=None, cost_after=price,
+            why=f"launched {itype} ({capacity}, {zone}) for pending pods in nodepool {pool}: "
+                f"cheapest offering that fits them" + ("" if price is not None else " (price unknown in the catalog)"),
+        )
+    Decision.objects.create(
+        at=now - timedelta(minutes=10), kind=Decision.DISRUPTION, nodepool=pools["batch"], nodepool_name="batch",
+        nodes=["batch-k3j6f"], cost_before=_price("c7g.xlarge", "spot", "us-east-1a"), cost_after=Decimal(0),
+        why="empty: node batch-k3j6f ran no pods except DaemonSets for 30s (consolidateAfter), deleted",
+    )
+    Decision.objects.create(
+        at=now - timedelta(minutes=2), kind=Decision.UNSCHEDULABLE, nodepool_name="",
+        pods=["ml/trainer-0"],
+        why="pod ml/trainer-0 cannot be scheduled: nodepool gpu: limit nvidia.com/gpu=8 would be exceeded; "
+            "nodepool default: no instance type has nvidia.com/gpu; nodepool batch: taint workload=batch:NoSchedule not tolerated",
+        details={"reasons": [
+            {"nodepool": "gpu", "reason": "limit nvidia.com/gpu=8 would be exceeded"},
+            {"nodepool": "default", "reason": "no instance type has nvidia.com/gpu"},
+            {"nodepool": "batch", "reason": "taint workload=batch:NoSchedule not tolerated"},
+        ]},
+    )
+    return True
