@@ -9,5 +9,6 @@ urlpatterns = [
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("admin/", admin.site.urls),
     path("api/", include("console.fleet.api.urls")),
+    path("catalog/", include("console.catalog.urls")),
     path("", include("console.fleet.urls")),
 ]

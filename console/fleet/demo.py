@@ -1,15 +1,16 @@
 """The demo fleet loaded by the README's run command: a NodeClass, three NodePools, NodeClaims at
 different lifecycle stages and ledger entries, so every page has something true to show.
 
-Prices come from the instance catalog when it can price the offering (on-demand list prices, spot
-estimates marked as such in the claim's labels); a claim whose price the catalog does not know is
-saved with an unknown price rather than a made-up one.
+Capacity, allocatable and prices come from the instance catalog (on-demand list prices; spot
+prices are estimates offline and the claim's price_source says so); a claim whose price the catalog
+does not know is saved with an unknown price rather than a made-up one.
 """
 
 from __future__ import annotations
 
 import logging
 import zlib
+from dataclasses import dataclass, field
 from datetime import timedelta
 from decimal import Decimal
 from typing import Any
@@ -88,32 +89,45 @@ NODEPOOLS: list[dict[str, Any]] = [
     },
 ]
 
-# (name, pool, instance type, capacity type, zone, age in minutes, state, allocatable)
+# (name, pool, instance type, capacity type, zone, age in minutes, state)
 CLAIMS = [
-    ("default-7xk2p", "default", "m6i.xlarge", "on-demand", "us-east-1a", 600, "initialized", {"cpu": "3920m", "memory": "14162Mi", "pods": "58"}),
-    ("default-q9d4m", "default", "c6g.2xlarge", "spot", "us-east-1b", 240, "initialized", {"cpu": "7910m", "memory": "14162Mi", "pods": "58"}),
-    ("default-h2v8c", "default", "m7g.large", "spot", "us-east-1c", 3, "registered", {"cpu": "1930m", "memory": "6868Mi", "pods": "29"}),
-    ("gpu-b4n7t", "gpu", "g5.xlarge", "on-demand", "us-east-1a", 90, "initialized", {"cpu": "3920m", "memory": "14162Mi", "pods": "58", "nvidia.com/gpu": "1"}),
-    ("batch-z8w1r", "batch", "c7g.xlarge", "spot", "us-east-1d", 1, "launched", {"cpu": "3920m", "memory": "6868Mi", "pods": "58"}),
-    ("batch-k3j6f", "batch", "c7g.xlarge", "spot", "us-east-1a", 300, "terminated", {"cpu": "3920m", "memory": "6868Mi", "pods": "58"}),
+    ("default-7xk2p", "default", "m6i.xlarge", "on-demand", "us-east-1a", 600, "initialized"),
+    ("default-q9d4m", "default", "c6g.2xlarge", "spot", "us-east-1b", 240, "initialized"),
+    ("default-h2v8c", "default", "m7g.large", "spot", "us-east-1c", 3, "registered"),
+    ("gpu-b4n7t", "gpu", "g5.xlarge", "on-demand", "us-east-1a", 90, "initialized"),
+    ("batch-z8w1r", "batch", "c7g.xlarge", "spot", "us-east-1d", 1, "launched"),
+    ("batch-k3j6f", "batch", "c7g.xlarge", "spot", "us-east-1a", 300, "terminated"),
 ]
 
 
-def _price(instance_type: str, capacity_type: str, zone: str) -> Decimal | None:
+@dataclass
+class _Offer:
+    capacity: dict[str, str] = field(default_factory=dict)
+    allocatable: dict[str, str] = field(default_factory=dict)
+    price: Decimal | None = None
+    price_source: str = ""
+
+
+def _catalog() -> dict[str, Any]:
     try:
         from packing.catalog import load_builtin
-    except ImportError:
-        return None
-    try:
-        for itype in load_builtin("us-east-1"):
-            if itype.name != instance_type:
-                continue
-            for offering in itype.offerings:
-                if offering.zone == zone and offering.capacity_type == capacity_type and offering.price is not None:
-                    return Decimal(str(round(offering.price, 6)))
-    except Exception:  # the demo must load even if the catalog is being rebuilt
-        logger.exception("catalog unavailable for demo prices")
-    return None
+
+        return {t.name: t for t in load_builtin("us-east-1", kubelet=NODECLASS["kubelet"])}
+    except Exception:  # the demo must load even if the catalog is unavailable
+        logger.exception("instance catalog unavailable; demo NodeClaims get no capacity or price")
+        return {}
+
+
+def _offer(catalog: dict[str, Any], instance_type: str, capacity_type: str, zone: str) -> _Offer:
+    itype = catalog.get(instance_type)
+    if itype is None:
+        return _Offer()
+    offer = _Offer(capacity=itype.capacity.to_strings(), allocatable=itype.allocatable.to_strings())
+    for offering in itype.offerings:
+        if offering.zone == zone and offering.capacity_type == capacity_type and offering.price is not None:
+            offer.price = Decimal(str(round(offering.price, 6)))
+            offer.price_source = offering.price_source
+    return offer
 
 
 @transaction.atomic
@@ -124,13 +138,16 @@ def demo_load(*, user: Any = None) -> bool:
     services.nodeclass_create(values=NODECLASS, user=user, source="demo")
     pools = {spec["name"]: services.nodepool_create(values=spec, user=user, source="demo") for spec in NODEPOOLS}
     now = timezone.now()
-    for name, pool, itype, capacity, zone, age, state, allocatable in CLAIMS:
+    catalog = _catalog()
+    for name, pool, itype, capacity, zone, age, state in CLAIMS:
         created = now - timedelta(minutes=age)
-        price = _price(itype, capacity, zone)
+        offer = _offer(catalog, itype, capacity, zone)
+        price = offer.price
         claim = NodeClaim(
             name=name, nodepool=pools[pool], nodepool_name=pool, instance_type=itype,
             instance_type_options=[itype], capacity_type=capacity, zone=zone, price_per_hour=price,
-            allocatable=allocatable, created_at=created,
+            price_source=offer.price_source, capacity=offer.capacity, allocatable=offer.allocatable,
+            created_at=created,
             labels={"karpenter.sh/nodepool": pool, "node.kubernetes.io/instance-type": itype,
                     "karpenter.sh/capacity-type": capacity, "topology.kubernetes.io/zone": zone},
         )
@@ -153,11 +170,14 @@ def demo_load(*, user: Any = None) -> bool:
             at=created, kind=Decision.LAUNCH, nodepool=pools[pool], nodepool_name=pool, nodes=[name],
             cost_before=None, cost_after=price,
             why=f"launched {itype} ({capacity}, {zone}) for pending pods in nodepool {pool}: "
-                f"cheapest offering that fits them" + ("" if price is not None else " (price unknown in the catalog)"),
+                f"cheapest offering that fits them"
+                + (" (price unknown in the catalog)" if price is None else
+                   " (spot price is an estimate)" if offer.price_source == "estimate" else ""),
         )
     Decision.objects.create(
         at=now - timedelta(minutes=10), kind=Decision.DISRUPTION, nodepool=pools["batch"], nodepool_name="batch",
-        nodes=["batch-k3j6f"], cost_before=_price("c7g.xlarge", "spot", "us-east-1a"), cost_after=Decimal(0),
+        nodes=["batch-k3j6f"], cost_before=_offer(catalog, "c7g.xlarge", "spot", "us-east-1a").price,
+        cost_after=Decimal(0),
         why="empty: node batch-k3j6f ran no pods except DaemonSets for 30s (consolidateAfter), deleted",
     )
     Decision.objects.create(

@@ -131,10 +131,15 @@ class NodeClaim(models.Model):
     capacity_type = models.CharField(max_length=16, choices=CAPACITY_TYPES, blank=True, default="")
     zone = models.CharField(max_length=32, blank=True, default="")
     price_per_hour = models.DecimalField(max_digits=12, decimal_places=6, null=True, blank=True)
+    # Where the price came from ("snapshot 2026-01-19", "estimate", "live …", "override …"), so an
+    # estimated spot price is never shown as if it were a billed one.
+    price_source = models.CharField(max_length=64, blank=True, default="")
     instance_id = models.CharField(max_length=32, blank=True, default="", db_index=True)
     provider_id = models.CharField(max_length=128, blank=True, default="", db_index=True)
     node_name = models.CharField(max_length=253, blank=True, default="", db_index=True)
     requests = models.JSONField(default=dict, blank=True)
+    # Karpenter counts node capacity (not allocatable) against NodePool limits.
+    capacity = models.JSONField(default=dict, blank=True)
     allocatable = models.JSONField(default=dict, blank=True)
     labels = models.JSONField(default=dict, blank=True)
     taints = models.JSONField(default=list, blank=True)

@@ -19,7 +19,7 @@ class PoolUsage:
     nodepool: NodePool
     nodes: int
     cost_per_hour: Decimal
-    usage: dict[str, int]            # milli-units of allocatable capacity launched
+    usage: dict[str, int]            # milli-units of node capacity launched (what limits count)
     limits: dict[str, int | None]    # milli-units, None where the pool sets no limit
 
     def rows(self) -> list[dict[str, Any]]:
@@ -46,7 +46,7 @@ def _quantity(value: Any) -> int:
 def nodepool_list(*, queryset: QuerySet[NodePool] | None = None) -> list[PoolUsage]:
     pools = list(queryset if queryset is not None else NodePool.objects.all())
     claims = NodeClaim.objects.active().filter(nodepool_name__in=[p.name for p in pools]).values(
-        "nodepool_name", "allocatable", "price_per_hour")
+        "nodepool_name", "capacity", "allocatable", "price_per_hour")
     per_pool: dict[str, list[dict[str, Any]]] = {}
     for claim in claims:
         per_pool.setdefault(claim["nodepool_name"], []).append(claim)
@@ -55,7 +55,7 @@ def nodepool_list(*, queryset: QuerySet[NodePool] | None = None) -> list[PoolUsa
         usage: dict[str, int] = {}
         cost = Decimal(0)
         for claim in per_pool.get(pool.name, []):
-            for resource, quantity in (claim["allocatable"] or {}).items():
+            for resource, quantity in (claim["capacity"] or claim["allocatable"] or {}).items():
                 usage[resource] = usage.get(resource, 0) + _quantity(quantity)
             cost += claim["price_per_hour"] or 0
         limits: dict[str, int | None] = {"cpu": None, "memory": None}

@@ -1,0 +1,69 @@
+"""The catalog page and price overrides: searchable, dated, estimates marked, overrides applied."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from django.test import Client
+
+from console import adapters
+from console.catalog.models import PriceOverrideRule
+
+
+@pytest.fixture(autouse=True)
+def fresh_catalog_cache() -> Any:
+    adapters._catalog.cache_clear()
+    yield
+    adapters._catalog.cache_clear()
+
+
+def m5_large_on_demand(client: Client) -> str:
+    page = client.get("/catalog/?q=m5.large&family=m5")
+    row = next(r for r in page.context["page"].object_list if r.name == "m5.large")
+    assert row.on_demand is not None
+    return f"{row.on_demand.price} {row.on_demand.price_source}"
+
+
+def test_catalog_page_shows_sources_and_estimates(viewer_client: Client) -> None:
+    response = viewer_client.get("/catalog/?family=m7g")
+    assert response.status_code == 200
+    html = response.content.decode()
+    names = [r.name for r in response.context["page"].object_list]
+    assert "m7g.large" in names and all(n.startswith("m7g.") for n in names)
+    assert "snapshot" in html and "est." in html
+    assert response.context["summary"]["count"] > 500
+
+
+def test_operator_adds_and_removes_override(operator_client: Client) -> None:
+    assert m5_large_on_demand(operator_client).startswith("0.096 snapshot")
+    response = operator_client.post("/catalog/overrides/", {"selector": "m5", "capacity_type": "on-demand",
+                                                            "percent": "-25", "note": "3y RI", "position": "0"})
+    assert response.status_code == 302
+    assert m5_large_on_demand(operator_client).startswith("0.072 ")
+    assert "override m5=-25%" in m5_large_on_demand(operator_client)
+    rule = PriceOverrideRule.objects.get()
+    assert operator_client.post(f"/catalog/overrides/{rule.pk}/delete/").status_code == 302
+    assert m5_large_on_demand(operator_client).startswith("0.096 ")
+
+
+@pytest.mark.parametrize("data, field", [
+    ({"selector": "m5", "capacity_type": "on-demand", "position": "0"}, "price"),
+    ({"selector": "m5", "capacity_type": "on-demand", "position": "0", "price": "0.1", "percent": "-5"}, "price"),
+    ({"selector": "m5", "capacity_type": "on-demand", "position": "0", "percent": "-150"}, "percent"),
+    ({"selector": "m5", "capacity_type": "on-demand", "position": "0", "price": "-1"}, "price"),
+])
+def test_bad_override_shows_error_at_field_and_saves_nothing(operator_client: Client, data: dict[str, str], field: str) -> None:
+    response = operator_client.post("/catalog/overrides/", data)
+    assert response.status_code == 400
+    assert response.context["override_form"].errors[field]
+    assert not PriceOverrideRule.objects.exists()
+
+
+def test_viewer_cannot_change_overrides(viewer_client: Client, operator: Any) -> None:
+    response = viewer_client.post("/catalog/overrides/", {"selector": "m5", "capacity_type": "on-demand",
+                                                          "percent": "-25", "position": "0"})
+    assert response.status_code == 403
+    rule = PriceOverrideRule.objects.create(selector="c5", percent=-10)
+    assert viewer_client.post(f"/catalog/overrides/{rule.pk}/delete/").status_code == 403
+    assert PriceOverrideRule.objects.count() == 1
