@@ -24,7 +24,7 @@ MACROS = {
 _MONTHS = {m: i for i, m in enumerate(
     ["jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec"], start=1)}
 _DAYS = {d: i for i, d in enumerate(["sun", "mon", "tue", "wed", "thu", "fri", "sat"])}
-_FIELDS = (  # name, low, high, names
+_FIELDS: tuple[tuple[str, int, int, dict[str, int]], ...] = (  # name, low, high, names
     ("minute", 0, 59, {}),
     ("hour", 0, 23, {}),
     ("day of month", 1, 31, {}),

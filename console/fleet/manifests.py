@@ -1,29 +1,48 @@
 """Conversion between fleet rows and Karpenter v1 manifests (the YAML operators already write).
 
-Each model field maps to one path in the manifest (FIELD_PATHS); import, export, the change
-history and error messages all use that one table, so "spec.template.spec.requirements[1].values"
-means the same thing in an import error, a history entry and ``kubectl explain``.
+Each model field maps to one path in the manifest (NODEPOOL_PATHS / NODECLASS_PATHS); import,
+export, the change history and error messages all use that one table, so
+"spec.template.spec.requirements[1].values" means the same thing in an import error, a history
+entry and ``kubectl explain``.
+
+Import reads a manifest the way the API server would: absent fields get the CRD's defaults,
+required ones must be there, fields outside the v1 schema are refused with their path, and
+metadata other than the name, and status, are ignored. Export writes what Karpenter accepts and
+what imports back to the very same field values.
+
+Two deliberate choices keep that round trip exact:
+
+* ``metadataOptions`` is stored as written; an absent block (or an absent key inside it) means
+  Karpenter's default (httpEndpoint enabled, httpProtocolIPv6 disabled, hop limit 1, httpTokens
+  required), which Karpenter itself fills in when the export is applied. The forms use the same
+  convention ("(default: enabled)").
+* ``budgets: []`` (no budget: disruption unlimited) is exported explicitly, because an absent
+  ``budgets`` means the default ``[{nodes: 10%}]``.
 """
 
 from __future__ import annotations
 
 import copy
+import re
 from collections.abc import Mapping
 from typing import Any
+
+import yaml
 
 NODEPOOL_API_VERSION = "karpenter.sh/v1"
 NODECLASS_API_VERSION = "karpenter.k8s.aws/v1"
 NODEPOOL_KIND = "NodePool"
 NODECLASS_KIND = "EC2NodeClass"
+NODECLASS_GROUP = "karpenter.k8s.aws"
 
 NODEPOOL_PATHS: dict[str, tuple[str, ...]] = {
     "name": ("metadata", "name"),
     "template_labels": ("spec", "template", "metadata", "labels"),
     "template_annotations": ("spec", "template", "metadata", "annotations"),
+    "node_class_name": ("spec", "template", "spec", "nodeClassRef", "name"),
     "taints": ("spec", "template", "spec", "taints"),
     "startup_taints": ("spec", "template", "spec", "startupTaints"),
     "requirements": ("spec", "template", "spec", "requirements"),
-    "node_class_name": ("spec", "template", "spec", "nodeClassRef", "name"),
     "expire_after": ("spec", "template", "spec", "expireAfter"),
     "termination_grace_period": ("spec", "template", "spec", "terminationGracePeriod"),
     "consolidation_policy": ("spec", "disruption", "consolidationPolicy"),
@@ -46,7 +65,8 @@ NODECLASS_PATHS: dict[str, tuple[str, ...]] = {
     "metadata_options": ("spec", "metadataOptions"),
     "user_data": ("spec", "userData"),
 }
-# Karpenter's defaults, applied on import when a field is absent (as the API server would).
+# Karpenter's CRD defaults, applied on import when a field is absent (as the API server would).
+# Fields not listed here have no CRD default; the value is the model's "not set".
 NODEPOOL_DEFAULTS: dict[str, Any] = {
     "template_labels": {}, "template_annotations": {}, "taints": [], "startup_taints": [],
     "requirements": [], "expire_after": "720h", "termination_grace_period": "",
@@ -58,7 +78,34 @@ NODECLASS_DEFAULTS: dict[str, Any] = {
     "security_group_selector_terms": [], "role": "", "instance_profile": "", "tags": {},
     "block_device_mappings": [], "kubelet": {}, "metadata_options": {}, "user_data": "",
 }
-_EMPTY = (None, "", [], {})
+BUDGET_NODES_DEFAULT = "10%"
+# Model fields held in CharFields: the manifest must give a string (Django would turn 123 into "123").
+_STRING_FIELDS = {"name", "node_class_name", "expire_after", "termination_grace_period", "consolidation_policy",
+                  "consolidate_after", "ami_family", "role", "instance_profile", "user_data"}
+# Fields whose absence the API server refuses (the CRD's "required" lists).
+_REQUIRED = {
+    NODEPOOL_KIND: {("spec",): "spec is required", ("spec", "template"): "template is required",
+                    ("spec", "template", "spec"): "template spec is required",
+                    ("spec", "template", "spec", "requirements"): "requirements is required (use [] to allow any instance type)"},
+    NODECLASS_KIND: {("spec",): "spec is required",
+                     ("spec", "amiSelectorTerms"): "amiSelectorTerms is required",
+                     ("spec", "subnetSelectorTerms"): "subnetSelectorTerms is required",
+                     ("spec", "securityGroupSelectorTerms"): "securityGroupSelectorTerms is required"},
+}
+# Fields of the Karpenter v1 schema (or of v1beta1, moved in v1) that Loadmaster does not store:
+# refused with a message that says so instead of a bare "unknown field".
+_NOT_SUPPORTED = "Karpenter v1 field that Loadmaster does not support yet; remove it to import"
+_KNOWN_ELSEWHERE: dict[str, dict[str, str]] = {
+    NODEPOOL_KIND: {
+        "spec.replicas": "static NodePools (replicas) are not supported by Loadmaster yet; remove it to import",
+        "spec.template.spec.kubelet": "kubelet moved to the EC2NodeClass (spec.kubelet) in Karpenter v1",
+        "spec.disruption.expireAfter": "expireAfter moved to spec.template.spec.expireAfter in Karpenter v1",
+        "spec.template.spec.resources": "resources cannot be set in a NodePool template",
+    },
+    NODECLASS_KIND: {f"spec.{name}": _NOT_SUPPORTED for name in (
+        "instanceStorePolicy", "detailedMonitoring", "associatePublicIPAddress", "context",
+        "capacityReservationSelectorTerms", "ipPrefixCount")},
+}
 
 
 def field_path(kind: str, field: str) -> str:
@@ -74,7 +121,7 @@ def _put(doc: dict[str, Any], path: tuple[str, ...], value: Any) -> None:
 
 
 def _get(doc: Mapping[str, Any], path: tuple[str, ...]) -> tuple[bool, Any, str | None]:
-    """(found, value, error) — error names the path element that is not a mapping."""
+    """(found, value, error) -- error names the path element that is not a mapping."""
     node: Any = doc
     for depth, key in enumerate(path):
         if node is None:
@@ -87,14 +134,20 @@ def _get(doc: Mapping[str, Any], path: tuple[str, ...]) -> tuple[bool, Any, str 
     return True, node, None
 
 
+# --- export -----------------------------------------------------------------------------------------
+
 def nodepool_to_manifest(values: Mapping[str, Any]) -> dict[str, Any]:
     doc: dict[str, Any] = {"apiVersion": NODEPOOL_API_VERSION, "kind": NODEPOOL_KIND, "metadata": {}, "spec": {}}
     for field, path in NODEPOOL_PATHS.items():
         value = values.get(field)
         if field == "node_class_name":
-            _put(doc, path[:-1], {"group": "karpenter.k8s.aws", "kind": "EC2NodeClass", "name": value})
+            _put(doc, path[:-1], {"group": NODECLASS_GROUP, "kind": NODECLASS_KIND, "name": value})
             continue
-        if value in _EMPTY and field not in ("name", "budgets"):
+        # requirements is required by the CRD (may be empty); budgets: [] differs from no budgets.
+        if field in ("name", "requirements", "budgets"):
+            _put(doc, path, [] if value is None and field != "name" else value)
+            continue
+        if value is None or value == "" or value == [] or value == {}:
             continue
         _put(doc, path, value)
     return doc
@@ -104,11 +157,79 @@ def nodeclass_to_manifest(values: Mapping[str, Any]) -> dict[str, Any]:
     doc: dict[str, Any] = {"apiVersion": NODECLASS_API_VERSION, "kind": NODECLASS_KIND, "metadata": {}, "spec": {}}
     for field, path in NODECLASS_PATHS.items():
         value = values.get(field)
-        if value in _EMPTY and field != "name":
+        if field in ("name", "ami_selector_terms", "subnet_selector_terms", "security_group_selector_terms"):
+            _put(doc, path, [] if value is None and field != "name" else value)
+            continue
+        if value is None or value == "" or value == [] or value == {}:
             continue
         _put(doc, path, value)
     return doc
 
+
+# --- YAML dialect -----------------------------------------------------------------------------------
+
+class _Loader(yaml.SafeLoader):
+    """YAML as kubectl reads it: timestamps stay strings, keys are strings, a key given twice is an error."""
+
+
+_Loader.yaml_implicit_resolvers = {
+    first: [(tag, regexp) for tag, regexp in resolvers if tag != "tag:yaml.org,2002:timestamp"]
+    for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
+}
+
+
+def _construct_mapping(loader: _Loader, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
+    loader.flatten_mapping(node)
+    mapping: dict[Any, Any] = {}
+    for key_node, value_node in node.value:
+        key = loader.construct_object(key_node, deep=deep)
+        if not isinstance(key, str | int | float | bool) and key is not None:
+            raise yaml.constructor.ConstructorError(
+                "while constructing a mapping", node.start_mark, f"unsupported key {key!r}", key_node.start_mark)
+        if not isinstance(key, str):
+            # JSON keys are strings; kubectl's YAML-to-JSON step spells scalar keys the Go way.
+            key = "null" if key is None else str(key).lower() if isinstance(key, bool) else str(key)
+        if key in mapping:
+            raise yaml.constructor.ConstructorError(
+                "while constructing a mapping", node.start_mark, f"key {key!r} is given twice", key_node.start_mark)
+        mapping[key] = loader.construct_object(value_node, deep=deep)
+    return mapping
+
+
+_Loader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping)
+
+
+def load_yaml_documents(text: str) -> list[Any]:
+    """All documents of a YAML stream; raises yaml.YAMLError (with problem_mark) when malformed."""
+    return list(yaml.load_all(text, Loader=_Loader))  # _Loader is a SafeLoader
+
+
+class _Dumper(yaml.SafeDumper):
+    pass
+
+
+# Strings that Go's YAML 1.1 reader (kubectl, sigs.k8s.io/yaml) would take for a bool or a number
+# although PyYAML writes them bare: quote them so "y" stays a label value and "1e3" stays a string.
+_GO_AMBIGUOUS = re.compile(r"^([yYnN]|[-+]?([0-9][0-9_]*)?\.?[0-9_]*[eE][-+]?[0-9]+|0[xXoObB][0-9a-fA-F_]+)$")
+
+
+def _represent_str(dumper: _Dumper, value: str) -> yaml.ScalarNode:
+    if _GO_AMBIGUOUS.match(value):
+        return dumper.represent_scalar("tag:yaml.org,2002:str", value, style='"')
+    if "\n" in value:
+        return dumper.represent_scalar("tag:yaml.org,2002:str", value, style="|")
+    return dumper.represent_str(value)
+
+
+_Dumper.add_representer(str, _represent_str)
+
+
+def dump_yaml(docs: list[dict[str, Any]]) -> str:
+    return yaml.dump_all(docs, Dumper=_Dumper, sort_keys=False, default_flow_style=False,
+                         explicit_start=True, allow_unicode=True)
+
+
+# --- import -----------------------------------------------------------------------------------------
 
 def _known_paths(paths: Mapping[str, tuple[str, ...]], extra: tuple[tuple[str, ...], ...]) -> set[tuple[str, ...]]:
     known: set[tuple[str, ...]] = set(extra)
@@ -118,11 +239,12 @@ def _known_paths(paths: Mapping[str, tuple[str, ...]], extra: tuple[tuple[str, .
     return known
 
 
-# Parts of a manifest we accept and ignore: server-set metadata and status.
-_IGNORED_TOP = {"status"}
+# Parts of a manifest we accept and ignore: server-set or cluster-side metadata, and status.
+_IGNORED_TOP = {"apiVersion", "kind", "status"}
 _IGNORED_METADATA = {"uid", "resourceVersion", "generation", "creationTimestamp", "managedFields",
                      "annotations", "labels", "finalizers", "namespace", "selfLink", "deletionTimestamp",
-                     "deletionGracePeriodSeconds", "ownerReferences"}
+                     "deletionGracePeriodSeconds", "ownerReferences", "generateName"}
+_NODECLASS_REF = ("spec", "template", "spec", "nodeClassRef")
 
 
 def _unknown_fields(doc: Mapping[str, Any], known: set[tuple[str, ...]], leaves: set[tuple[str, ...]]) -> list[str]:
@@ -134,7 +256,7 @@ def _unknown_fields(doc: Mapping[str, Any], known: set[tuple[str, ...]], leaves:
             return
         for key, child in node.items():
             path = (*prefix, str(key))
-            if not prefix and key in ("apiVersion", "kind", *_IGNORED_TOP):
+            if not prefix and key in _IGNORED_TOP:
                 continue
             if prefix == ("metadata",) and key in _IGNORED_METADATA:
                 continue
@@ -147,52 +269,112 @@ def _unknown_fields(doc: Mapping[str, Any], known: set[tuple[str, ...]], leaves:
     return unknown
 
 
+def _node_class_ref(doc: Mapping[str, Any], problems: list[tuple[str, str]]) -> Any:
+    where = ".".join(_NODECLASS_REF)
+    found, ref, err = _get(doc, _NODECLASS_REF)
+    if err:
+        return None  # reported by the caller for the enclosing path
+    if not found or ref is None:
+        if not isinstance(_get(doc, _NODECLASS_REF[:-1])[1], Mapping):
+            return None  # the missing template spec is reported instead
+        problems.append((where, "nodeClassRef is required: group karpenter.k8s.aws, kind EC2NodeClass, name"))
+        return None
+    if not isinstance(ref, Mapping):
+        problems.append((where, "must be a mapping with group, kind and name"))
+        return None
+    for key in sorted(set(map(str, ref)) - {"group", "kind", "name"}):
+        hint = " (v1 uses group instead of apiVersion)" if key == "apiVersion" else ""
+        problems.append((f"{where}.{key}", f"unknown field{hint}"))
+    for key in ("group", "kind", "name"):
+        if ref.get(key) in (None, ""):
+            problems.append((f"{where}.{key}", f"{key} may not be empty"))
+        elif not isinstance(ref[key], str):
+            problems.append((f"{where}.{key}", "must be a string"))
+    if ref.get("group") not in (None, "", NODECLASS_GROUP):
+        problems.append((f"{where}.group", f"must be {NODECLASS_GROUP} (got {ref.get('group')!r})"))
+    if ref.get("kind") not in (None, "", NODECLASS_KIND):
+        problems.append((f"{where}.kind", f"must be {NODECLASS_KIND} (got {ref.get('kind')!r})"))
+    return ref.get("name")
+
+
+def _integral_floats_to_ints(value: Any) -> Any:
+    """10.0 -> 10 throughout, as the API server's schema validation counts 10.0 as an integer."""
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if isinstance(value, list):
+        return [_integral_floats_to_ints(v) for v in value]
+    if isinstance(value, Mapping):
+        return {k: _integral_floats_to_ints(v) for k, v in value.items()}
+    return value
+
+
 def fields_from_manifest(doc: Mapping[str, Any]) -> tuple[dict[str, Any], list[tuple[str, str]]]:
     """Read a NodePool or EC2NodeClass manifest into model-field values.
 
-    Returns the values and a list of (yaml path, message) for structural problems; field values
-    themselves are validated afterwards by the model, whose errors map back through FIELD_PATHS.
+    Returns the values and a list of (yaml path, message) for structural problems: missing required
+    parts, wrong types of scalar fields, fields outside the v1 schema. Field values themselves are
+    validated afterwards by the model (validation.py), whose errors map back through the path tables.
     """
     kind = doc.get("kind")
-    paths = NODEPOOL_PATHS if kind == NODEPOOL_KIND else NODECLASS_PATHS
-    defaults = NODEPOOL_DEFAULTS if kind == NODEPOOL_KIND else NODECLASS_DEFAULTS
+    nodepool = kind == NODEPOOL_KIND
+    paths = NODEPOOL_PATHS if nodepool else NODECLASS_PATHS
+    defaults = NODEPOOL_DEFAULTS if nodepool else NODECLASS_DEFAULTS
     problems: list[tuple[str, str]] = []
     values: dict[str, Any] = {}
+
+    for path, message in _REQUIRED[NODEPOOL_KIND if nodepool else NODECLASS_KIND].items():
+        found, value, err = _get(doc, path)
+        parent_ok = all(_get(doc, path[:i])[1] is not None for i in range(1, len(path)))
+        if not err and parent_ok and (not found or value is None):
+            problems.append((".".join(path), message))
+
     for field, path in paths.items():
-        if kind == NODEPOOL_KIND and field == "node_class_name":
-            found, ref, err = _get(doc, path[:-1])
-            if err:
-                problems.append((".".join(path[:-1]), err))
-                continue
-            if not found or not isinstance(ref, Mapping):
-                problems.append((".".join(path[:-1]), "nodeClassRef with group, kind and name is required"))
-                continue
-            if ref.get("group") != "karpenter.k8s.aws" or ref.get("kind") != "EC2NodeClass":
-                problems.append((".".join(path[:-1]),
-                                 f"must reference group karpenter.k8s.aws, kind EC2NodeClass "
-                                 f"(got group {ref.get('group')!r}, kind {ref.get('kind')!r})"))
-            values[field] = ref.get("name")
+        if nodepool and field == "node_class_name":
+            values[field] = _node_class_ref(doc, problems)
             continue
         found, value, err = _get(doc, path)
         if err:
-            problems.append((".".join(path), err))
+            where, message = err.split(" ", 1)
+            if (where, message) not in problems:
+                problems.append((where, message))
             continue
         if not found or value is None:
             if field == "name":
-                problems.append(("metadata.name", "is required"))
+                problems.append(("metadata.name", "name is required"))
             values[field] = copy.deepcopy(defaults.get(field))
-        else:
-            values[field] = copy.deepcopy(value)
+            continue
+        if field in _STRING_FIELDS and not isinstance(value, str):
+            problems.append((".".join(path), f"must be a string, got {value!r}"))
+            continue
+        value = _integral_floats_to_ints(value)
+        if field == "weight":
+            if not isinstance(value, int) or isinstance(value, bool):
+                problems.append((".".join(path), f"must be an integer from 1 to 100, got {value!r}"))
+                continue
+        values[field] = copy.deepcopy(value)
+
+    if nodepool:
+        found, disruption, _ = _get(doc, ("spec", "disruption"))
+        if found and isinstance(disruption, Mapping) and disruption.get("consolidateAfter") is None:
+            # The disruption block's default ({consolidateAfter: 0s}) only applies when the block is absent.
+            problems.append(("spec.disruption.consolidateAfter", "consolidateAfter is required when disruption is set "
+                                                                 "(e.g. '0s', '5m' or 'Never')"))
+        budgets = values.get("budgets")
+        if isinstance(budgets, list):  # the CRD defaults a budget's nodes to 10%
+            values["budgets"] = [
+                {"nodes": BUDGET_NODES_DEFAULT, **{k: v for k, v in b.items() if k != "nodes"}}
+                if isinstance(b, Mapping) and b.get("nodes") is None else b
+                for b in budgets]
+
     leaves = set(paths.values())
     extra: tuple[tuple[str, ...], ...] = ()
-    if kind == NODEPOOL_KIND:
+    if nodepool:
         leaves.discard(NODEPOOL_PATHS["node_class_name"])
-        leaves.add(NODEPOOL_PATHS["node_class_name"][:-1])
-        extra = (("spec", "template", "spec", "nodeClassRef"),)
+        leaves.add(_NODECLASS_REF)
+        extra = (_NODECLASS_REF,)
+    hints = _KNOWN_ELSEWHERE[NODEPOOL_KIND if nodepool else NODECLASS_KIND]
     for path in _unknown_fields(doc, _known_paths(paths, extra), leaves):
-        problems.append((path, "unknown field (not in the Karpenter v1 schema)"))
-    if kind == NODEPOOL_KIND and isinstance(values.get("weight"), float) and values["weight"].is_integer():
-        values["weight"] = int(values["weight"])
+        problems.append((path, hints.get(path, "unknown field (not in the Karpenter v1 schema)")))
     return values, problems
 
 

@@ -4,6 +4,7 @@ the revision counter and the change history can never be skipped by a view, the 
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -153,27 +154,33 @@ class ImportFailed(Exception):
         self.problems = list(problems)
 
 
-def _documents(text: str, source: str) -> list[tuple[int, Any]]:
+_DOC_SEPARATOR = re.compile(r"^---(\s|$)")
+
+
+def _documents(text: str, source: str) -> list[tuple[int, str, Any]]:
+    """(document number, path prefix, document) for every document; the items of a ``kind: List``
+    keep their document's number and get the prefix ``items[i].`` so errors name the item."""
     try:
-        raw = list(yaml.safe_load_all(text))
+        raw = manifests.load_yaml_documents(text)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
         # Count which document the error is in, so the message can name it like the others.
-        line = mark.line if mark else 0
-        doc_index = 1 + sum(1 for ln in text.splitlines()[:line] if ln.strip() == "---" )
-        if text.lstrip().startswith("---"):
-            doc_index = max(1, doc_index - 1)
+        lines = text.splitlines()[: mark.line if mark else 0]
+        doc_index = 1 + sum(1 for ln in lines if _DOC_SEPARATOR.match(ln))
+        first = next((ln for ln in text.splitlines() if ln.strip() and not ln.lstrip().startswith("#")), "")
+        if _DOC_SEPARATOR.match(first) and doc_index > 1:
+            doc_index -= 1  # a leading '---' opens document 1, it does not end one
         problem = getattr(exc, "problem", None) or str(exc)
         raise ImportFailed([ImportProblem(doc_index, "", f"malformed YAML{where}: {problem}", source)]) from None
-    docs: list[tuple[int, Any]] = []
+    docs: list[tuple[int, str, Any]] = []
     for index, doc in enumerate(raw, start=1):
         if doc is None:
             continue
         if isinstance(doc, Mapping) and doc.get("kind") == "List" and isinstance(doc.get("items"), list):
-            docs.extend((index, item) for item in doc["items"])
+            docs.extend((index, f"items[{i}].", item) for i, item in enumerate(doc["items"]))
         else:
-            docs.append((index, doc))
+            docs.append((index, "", doc))
     return docs
 
 
@@ -192,10 +199,13 @@ def karpenter_import(*, texts: Sequence[tuple[str, str]], user: Any, dry_run: bo
 
     All or nothing: every document is checked first; if any has a problem nothing is written and
     every problem is reported. Existing objects with the same name are updated (like kubectl apply).
+    A dry run checks everything and reports what would be created, updated or left unchanged.
     """
     result = ImportResult()
-    parsed: list[tuple[str, int, str, dict[str, Any]]] = []
+    parsed: list[tuple[str, int, str, str, dict[str, Any]]] = []
     seen: dict[tuple[str, str], str] = {}
+    if not texts:
+        result.problems.append(ImportProblem(1, "", "no YAML given: paste or upload NodePool / EC2NodeClass documents"))
     for source, text in texts:
         try:
             documents = _documents(text, source)
@@ -204,9 +214,11 @@ def karpenter_import(*, texts: Sequence[tuple[str, str]], user: Any, dry_run: bo
             continue
         if not documents:
             result.problems.append(ImportProblem(1, "", "no documents found", source))
-        for index, doc in documents:
-            def problem(path: str, message: str, index: int = index, source: str = source) -> None:
-                result.problems.append(ImportProblem(index, path, message, source))
+        for index, prefix, doc in documents:
+            def problem(path: str, message: str, index: int = index, source: str = source,
+                        prefix: str = prefix) -> None:
+                where = f"{prefix}{path}" if path else prefix.rstrip(".")
+                result.problems.append(ImportProblem(index, where, message, source))
             if not isinstance(doc, Mapping):
                 problem("", f"expected a mapping with apiVersion and kind, got {type(doc).__name__}")
                 continue
@@ -214,11 +226,12 @@ def karpenter_import(*, texts: Sequence[tuple[str, str]], user: Any, dry_run: bo
             expected = {manifests.NODEPOOL_KIND: manifests.NODEPOOL_API_VERSION,
                         manifests.NODECLASS_KIND: manifests.NODECLASS_API_VERSION}
             if kind not in expected:
-                problem("kind", f"unsupported kind {kind!r}; expected NodePool (karpenter.sh/v1) "
-                                f"or EC2NodeClass (karpenter.k8s.aws/v1)")
+                what = "kind is missing" if kind in (None, "") else f"unsupported kind {kind!r}"
+                problem("kind", f"{what}; expected NodePool (karpenter.sh/v1) or EC2NodeClass (karpenter.k8s.aws/v1)")
                 continue
             if api_version != expected[kind]:
-                problem("apiVersion", f"unsupported apiVersion {api_version!r} for {kind}; expected {expected[kind]}"
+                what = "apiVersion is missing" if api_version in (None, "") else f"unsupported apiVersion {api_version!r}"
+                problem("apiVersion", f"{what} for {kind}; expected {expected[kind]}"
                         + (" (v1beta1 objects must be migrated to v1 first)" if "v1beta1" in str(api_version) else ""))
                 continue
             values, structural = manifests.fields_from_manifest(doc)
@@ -227,16 +240,21 @@ def karpenter_import(*, texts: Sequence[tuple[str, str]], user: Any, dry_run: bo
             if structural:
                 continue
             name = values.get("name")
+            where = f"{source} document {index}" if source else f"document {index}"
+            if prefix:
+                where += f" {prefix.rstrip('.')}"
             if (kind, str(name)) in seen:
                 problem("metadata.name", f"{kind} {name!r} appears twice in this import (also in {seen[(kind, str(name))]})")
                 continue
-            seen[(kind, str(name))] = f"{source} document {index}" if source else f"document {index}"
-            parsed.append((source, index, kind, values))
+            seen[(kind, str(name))] = where
+            parsed.append((source, index, prefix, kind, values))
 
     # Validate every document against the model before writing anything.
-    for source, index, kind, values in parsed:
+    plan: list[tuple[str, str, dict[str, Any]]] = []  # (action, kind, values)
+    for source, index, prefix, kind, values in parsed:
         model, _ = _KINDS[kind]
         existing = model.objects.filter(name=values.get("name")).first()
+        unchanged = existing is not None and all(getattr(existing, k) == v for k, v in values.items())
         candidate = existing or model()
         for name, value in values.items():
             setattr(candidate, name, value)
@@ -246,33 +264,34 @@ def karpenter_import(*, texts: Sequence[tuple[str, str]], user: Any, dry_run: bo
             for field_name, messages in exc.message_dict.items():
                 for message in messages:
                     path, text = _error_path(kind, field_name, message)
-                    result.problems.append(ImportProblem(index, path, text, source))
-    if result.problems or dry_run:
+                    result.problems.append(ImportProblem(index, f"{prefix}{path}" if path else prefix.rstrip("."),
+                                                         text, source))
+            continue
+        plan.append(("created" if existing is None else "unchanged" if unchanged else "updated", kind, values))
+    if result.problems:
+        return result
+    for action, kind, values in plan:
+        getattr(result, action).append(f"{kind}/{values['name']}")
+    if dry_run:
         return result
 
     with transaction.atomic():
-        for _source, _index, kind, values in parsed:
+        for action, kind, values in plan:
             model, _ = _KINDS[kind]
-            existing = model.objects.filter(name=values["name"]).first()
-            label = f"{kind}/{values['name']}"
-            if existing is None:
-                if kind == manifests.NODEPOOL_KIND:
-                    nodepool_create(values=values, user=user, source="import")
+            if action == "created" and kind == manifests.NODEPOOL_KIND:
+                nodepool_create(values=values, user=user, source="import")
+            elif action == "created":
+                nodeclass_create(values=values, user=user, source="import")
+            elif action == "updated":
+                existing = model.objects.select_for_update().get(name=values["name"])
+                if isinstance(existing, NodePool):
+                    nodepool_update(nodepool=existing, values=values, user=user, source="import")
                 else:
-                    nodeclass_create(values=values, user=user, source="import")
-                result.created.append(label)
-            elif all(getattr(existing, k) == v for k, v in values.items()):
-                result.unchanged.append(label)
-            elif isinstance(existing, NodePool):
-                nodepool_update(nodepool=existing, values=values, user=user, source="import")
-                result.updated.append(label)
-            else:
-                nodeclass_update(nodeclass=existing, values=values, user=user, source="import")
-                result.updated.append(label)
+                    nodeclass_update(nodeclass=existing, values=values, user=user, source="import")
     return result
 
 
 def karpenter_export(objects: Sequence[NodePool | EC2NodeClass]) -> str:
     """Multi-document YAML that Karpenter accepts and that imports back to the same objects."""
-    docs = [_manifest(obj) for obj in objects]
-    return yaml.safe_dump_all(docs, sort_keys=False, default_flow_style=False, explicit_start=True)
+    docs = [doc for doc in (_manifest(obj) for obj in objects) if doc is not None]
+    return manifests.dump_yaml(docs)

@@ -2,8 +2,11 @@
 
 One implementation serves the model's clean(), the forms, the YAML importer and the API, so a
 value refused in one place is refused everywhere, with the same words. The rules follow the CEL
-validations and OpenAPI patterns in Karpenter's v1 CRDs (karpenter.sh_nodepools.yaml and
-karpenter.k8s.aws_ec2nodeclasses.yaml): if the API server would refuse an object, so do we.
+validations (x-kubernetes-validations) and OpenAPI patterns in Karpenter's v1 CRDs
+(karpenter.sh_nodepools.yaml and karpenter.k8s.aws_ec2nodeclasses.yaml): if the API server would
+refuse an object, so do we. A few extra checks refuse what the API server lets through but the
+cluster would then fail on (a taint Kubernetes cannot put on a node, a cron schedule Karpenter's
+parser rejects, a duration too long for Go); each is marked "beyond the CRD" below.
 
 Every check reports a :class:`FieldIssue`: the model field, a path inside it in the shape of the
 Karpenter YAML (``[2].values``), and a message.
@@ -26,51 +29,88 @@ TAINT_EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
 CONSOLIDATION_POLICIES = ("WhenEmpty", "WhenEmptyOrUnderutilized")
 BUDGET_REASONS = ("Empty", "Underutilized", "Drifted")
 AMI_FAMILIES = ("AL2", "AL2023", "Bottlerocket", "Windows2019", "Windows2022", "Custom")
+# alias family (amiSelectorTerms[].alias "family@version") -> the amiFamily it implies
+ALIAS_FAMILIES = {"al2": "AL2", "al2023": "AL2023", "bottlerocket": "Bottlerocket",
+                  "windows2019": "Windows2019", "windows2022": "Windows2022"}
 VOLUME_TYPES = ("standard", "io1", "io2", "gp2", "sc1", "st1", "gp3")
 KUBELET_RESERVED_KEYS = ("cpu", "memory", "ephemeral-storage", "pid")
 EVICTION_SIGNALS = (
     "memory.available", "nodefs.available", "nodefs.inodesFree",
     "imagefs.available", "imagefs.inodesFree", "pid.available",
 )
+KUBELET_FIELDS = ("clusterDNS", "maxPods", "podsPerCore", "systemReserved", "kubeReserved", "evictionHard",
+                  "evictionSoft", "evictionSoftGracePeriod", "evictionMaxPodGracePeriod",
+                  "imageGCHighThresholdPercent", "imageGCLowThresholdPercent", "cpuCFSQuota")
+METADATA_OPTION_ENUMS = {"httpEndpoint": ("enabled", "disabled"), "httpProtocolIPv6": ("enabled", "disabled"),
+                         "httpTokens": ("required", "optional")}
+EBS_FIELDS = ("volumeSize", "volumeType", "iops", "throughput", "encrypted", "kmsKeyID",
+              "deleteOnTermination", "snapshotID", "volumeInitializationRate")
 NODECLASS_GROUP = "karpenter.k8s.aws"
 NODECLASS_KIND = "EC2NodeClass"
 MAX_REQUIREMENTS = 100
+MAX_LABELS = 100
 MAX_BUDGETS = 50
+MAX_SELECTOR_TERMS = 30
+MAX_SELECTOR_TAGS = 20
+MAX_BLOCK_DEVICES = 50
+INT32_MAX = 2**31 - 1
+INT64_MAX = 2**63 - 1
 
-# Labels inside restricted domains that Karpenter nevertheless lets users select on.
-WELL_KNOWN_LABELS = frozenset({
-    "karpenter.sh/capacity-type", "karpenter.sh/nodepool",
-    "topology.kubernetes.io/zone", "topology.kubernetes.io/region",
-    "node.kubernetes.io/instance-type", "kubernetes.io/arch", "kubernetes.io/os",
-    "node.kubernetes.io/windows-build",
-    "beta.kubernetes.io/instance-type", "beta.kubernetes.io/os", "beta.kubernetes.io/arch",
-    "failure-domain.beta.kubernetes.io/zone", "failure-domain.beta.kubernetes.io/region",
-    *(f"karpenter.k8s.aws/{suffix}" for suffix in (
-        "instance-encryption-in-transit-supported", "instance-category", "instance-hypervisor",
-        "instance-family", "instance-generation", "instance-local-nvme", "instance-size",
-        "instance-cpu", "instance-cpu-manufacturer", "instance-cpu-sustained-clock-speed-mhz",
-        "instance-memory", "instance-ebs-bandwidth", "instance-network-bandwidth",
-        "instance-gpu-name", "instance-gpu-manufacturer", "instance-gpu-count", "instance-gpu-memory",
-        "instance-accelerator-name", "instance-accelerator-manufacturer", "instance-accelerator-count",
-        "instance-capability-flex",
-    )),
+# The CEL rules on template labels and requirement keys: a key whose domain (the part before the
+# first '/', or the whole key when there is none) *ends with* one of these strings is refused,
+# unless it is listed here or its domain ends with one of the exempt suffixes.
+_KUBERNETES_IO_ALLOWED = frozenset({
+    "beta.kubernetes.io/instance-type", "failure-domain.beta.kubernetes.io/region", "beta.kubernetes.io/os",
+    "beta.kubernetes.io/arch", "failure-domain.beta.kubernetes.io/zone", "topology.kubernetes.io/zone",
+    "topology.kubernetes.io/region", "node.kubernetes.io/instance-type", "kubernetes.io/arch",
+    "kubernetes.io/os", "node.kubernetes.io/windows-build",
 })
+_KUBERNETES_IO_EXEMPT_DOMAINS = ("node.kubernetes.io", "node-restriction.kubernetes.io")
+_K8S_IO_EXEMPT_DOMAINS = ("kops.k8s.io",)
+_KARPENTER_SH_ALLOWED = frozenset({"karpenter.sh/capacity-type"})
+_KARPENTER_AWS_ALLOWED = frozenset({"karpenter.k8s.aws/ec2nodeclass", *(f"karpenter.k8s.aws/{suffix}" for suffix in (
+    "instance-encryption-in-transit-supported", "instance-category", "instance-hypervisor",
+    "instance-family", "instance-generation", "instance-local-nvme", "instance-size",
+    "instance-cpu", "instance-cpu-manufacturer", "instance-cpu-sustained-clock-speed-mhz",
+    "instance-memory", "instance-ebs-bandwidth", "instance-network-bandwidth",
+    "instance-gpu-name", "instance-gpu-manufacturer", "instance-gpu-count", "instance-gpu-memory",
+    "instance-accelerator-name", "instance-accelerator-manufacturer", "instance-accelerator-count",
+    "instance-capability-flex", "placement-group-id", "placement-group-partition",
+))})
+# Labels inside restricted domains that a NodePool may nevertheless set or select on.
+WELL_KNOWN_LABELS = _KUBERNETES_IO_ALLOWED | _KARPENTER_SH_ALLOWED | _KARPENTER_AWS_ALLOWED
 RESTRICTED_DOMAINS = ("kubernetes.io", "k8s.io", "karpenter.sh", "karpenter.k8s.aws")
-# Sub-domains of the restricted ones that are free to use (never passed to the kubelet by Karpenter).
-DOMAIN_EXCEPTIONS = ("node.kubernetes.io", "node-restriction.kubernetes.io", "kops.k8s.io")
-# EC2 tags Karpenter sets itself; a NodeClass may not set them.
-RESTRICTED_TAG_PREFIXES = ("kubernetes.io/cluster/",)
-RESTRICTED_TAGS = ("karpenter.sh/nodepool", "karpenter.sh/nodeclaim", "karpenter.k8s.aws/ec2nodeclass",
-                   "eks:eks-cluster-name")
+# EC2 tags Karpenter sets itself; an EC2NodeClass may not set them (CEL rules on spec.tags).
+RESTRICTED_TAG_PREFIXES = ("kubernetes.io/cluster",)
+RESTRICTED_TAGS = ("eks:eks-cluster-name", "karpenter.sh/nodepool", "karpenter.sh/nodeclaim",
+                   "karpenter.k8s.aws/ec2nodeclass")
 
 _NAME = r"[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?"
 _LABEL_NAME = re.compile(rf"^{_NAME}$")
 _DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
 _OBJECT_NAME = re.compile(r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$")
+_RESOURCE_NAME = re.compile(rf"^({_DNS_SUBDOMAIN.pattern[1:-1]}/)?{_NAME}$")
+_UINT = re.compile(r"^[0-9]+$")
+# CRD patterns, verbatim in meaning.
+_DURATION_OR_NEVER = re.compile(r"^(([0-9]+(s|m|h))+|Never)$")          # expireAfter, consolidateAfter
+_DURATION = re.compile(r"^([0-9]+(s|m|h))+$")                             # terminationGracePeriod
 _BUDGET_NODES = re.compile(r"^((100|[0-9]{1,2})%|[0-9]+)$")
 _BUDGET_DURATION = re.compile(r"^((([0-9]+(h|m))|([0-9]+h[0-9]+m))(0s)?)$")
-_RESOURCE_NAME = re.compile(rf"^({_DNS_SUBDOMAIN.pattern[1:-1]}/)?{_NAME}$")
-_PERCENT = re.compile(r"^(100|[0-9]{1,2}(\.[0-9]+)?)%$")
+_BUDGET_SCHEDULE = re.compile(r"^(@(annually|yearly|monthly|weekly|daily|midnight|hourly))|((.+)\s(.+)\s(.+)\s(.+)\s(.+))$")
+_QUANTITY = re.compile(r"^(\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))(([KMGTPE]i)|[numkMGTPE]|([eE](\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))))?$")
+_EVICTION_PERCENT = re.compile(r"^(\d{1,2}(\.\d{1,2})?|100(\.0{1,2})?)%$")
+_GO_DURATION = re.compile(r"^(0|(([0-9]+(\.[0-9]*)?|\.[0-9]+)(ns|us|µs|μs|ms|s|m|h))+)$")
+# EBS volumeSize: Gi 1-59000, G 1-64000, Ti and T as the CRD's pattern allows (its empty alternative,
+# which would let a bare "Ti" through, is left out: Karpenter could not parse that quantity).
+_VOLUME_SIZE = re.compile(r"^((?:[1-9][0-9]{0,3}|[1-4][0-9]{4}|[5][0-8][0-9]{3}|59000)Gi"
+                          r"|(?:[1-9][0-9]{0,3}|[1-5][0-9]{4}|[6][0-3][0-9]{3}|64000)G"
+                          r"|([1-9]|[1-5][0-7]|58)Ti|([1-9]|[1-5][0-9]|6[0-3]|64)T)$")
+_ALIAS = re.compile(r"^[a-zA-Z0-9]+@.+$")
+# The id patterns are unanchored in the CRD (OpenAPI patterns match anywhere); so are these.
+_AMI_ID = re.compile(r"ami-[0-9a-z]+")
+_SUBNET_ID = re.compile(r"subnet-[0-9a-z]+")
+_SG_ID = re.compile(r"sg-[0-9a-z]+")
+_GO_MAX_SECONDS = INT64_MAX // 10**9
 
 
 @dataclass(frozen=True)
@@ -94,12 +134,23 @@ class Issues:
         self.items.append(FieldIssue(self.field, path, message))
 
 
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _unknown(mapping: Mapping[str, Any], allowed: Iterable[str]) -> str | None:
+    unknown = sorted(str(k) for k in set(mapping) - set(allowed))
+    return f"unknown field(s) {', '.join(unknown)}" if unknown else None
+
+
 # --- names, labels, quantities ------------------------------------------------------------------
 
 def qualified_name_problem(key: Any) -> str | None:
     """Kubernetes' IsQualifiedName: an optional DNS-subdomain prefix, '/', a 63-char name."""
-    if not isinstance(key, str) or not key:
+    if key is None or key == "":
         return "key is required"
+    if not isinstance(key, str):
+        return f"key {key!r} must be a string"
     prefix, _, name = key.rpartition("/")
     if "/" in key and not prefix:
         return f"{key!r}: prefix before '/' is empty"
@@ -119,29 +170,34 @@ def label_value_problem(value: Any) -> str | None:
 
 
 def _domain(key: str) -> str:
-    return key.split("/", 1)[0] if "/" in key else ""
+    # CEL: key.find("^([^/]+)") -- everything before the first '/', the whole key if there is none.
+    return key.split("/", 1)[0]
 
 
 def restricted_label_problem(key: str) -> str | None:
-    """Karpenter refuses labels in its own and Kubernetes' domains unless well known."""
+    """The CEL rules Karpenter puts on template label keys and requirement keys."""
     if key == "kubernetes.io/hostname":
         return 'label "kubernetes.io/hostname" is restricted'
-    if key in WELL_KNOWN_LABELS:
-        return None
+    if key == "karpenter.sh/nodepool":
+        return 'label "karpenter.sh/nodepool" is restricted (Karpenter sets it)'
     domain = _domain(key)
-    if any(domain == d or domain.endswith("." + d) for d in DOMAIN_EXCEPTIONS):
-        return None
-    for restricted in RESTRICTED_DOMAINS:
-        if domain == restricted or domain.endswith("." + restricted):
-            return f'label domain "{restricted}" is restricted; use a well-known label or a custom domain'
+    if (domain.endswith("kubernetes.io") and key not in _KUBERNETES_IO_ALLOWED
+            and not domain.endswith(_KUBERNETES_IO_EXEMPT_DOMAINS)):
+        return 'label domain "kubernetes.io" is restricted'
+    if domain.endswith("k8s.io") and not domain.endswith(_K8S_IO_EXEMPT_DOMAINS):
+        return 'label domain "k8s.io" is restricted'
+    if domain.endswith("karpenter.sh") and key not in _KARPENTER_SH_ALLOWED:
+        return 'label domain "karpenter.sh" is restricted'
+    if domain.endswith("karpenter.k8s.aws") and key not in _KARPENTER_AWS_ALLOWED:
+        return 'label domain "karpenter.k8s.aws" is restricted'
     return None
 
 
 def object_name_problem(name: Any) -> str | None:
     # NodePool names end up as the value of the karpenter.sh/nodepool label, so 63 characters.
-    if not isinstance(name, str) or not name:
+    if name is None or name == "":
         return "name is required"
-    if len(name) > 63 or not _OBJECT_NAME.match(name):
+    if not isinstance(name, str) or len(name) > 63 or not _OBJECT_NAME.match(name):
         return f"{name!r} must be at most 63 lowercase letters, digits, '-' or '.', starting and ending with a letter or digit"
     return None
 
@@ -167,15 +223,17 @@ def _check_list(value: Any, issues: Issues, path: str = "") -> list[Any] | None:
 def check_labels(field: str, labels: Any, *, template: bool) -> list[FieldIssue]:
     issues = Issues(field)
     mapping = _check_mapping(labels, issues)
-    for key, value in (mapping or {}).items():
+    if mapping is None:
+        return issues.items
+    if template and len(mapping) > MAX_LABELS:
+        issues.add("", f"at most {MAX_LABELS} labels")
+    for key, value in mapping.items():
         path = f"[{key}]"
         problem = qualified_name_problem(key) or label_value_problem(value)
         if problem:
             issues.add(path, problem)
             continue
-        if template and key == "karpenter.sh/nodepool":
-            issues.add(path, 'label "karpenter.sh/nodepool" is restricted (Karpenter sets it)')
-        elif template:
+        if template:
             restricted = restricted_label_problem(key)
             if restricted:
                 issues.add(path, restricted)
@@ -194,7 +252,24 @@ def check_annotations(field: str, annotations: Any) -> list[FieldIssue]:
     return issues.items
 
 
-def check_quantity_map(field: str, value: Any, *, allowed_keys: Iterable[str] | None = None) -> list[FieldIssue]:
+def _quantity_problem(quantity: Any, *, strings_only: bool) -> str | None:
+    if strings_only and not isinstance(quantity, str):
+        return f"{quantity!r} must be a quantity string such as '100m' or '1Gi'"
+    if not isinstance(quantity, str) and not _is_int(quantity):
+        return f"{quantity!r} must be an integer or a quantity string such as '1.5' or '100Gi'"
+    if isinstance(quantity, str) and not _QUANTITY.match(quantity):
+        return f"{quantity!r} is not a quantity (e.g. '500m', '4', '16Gi')"
+    try:
+        milli = parse_quantity(quantity)
+    except QuantityError as exc:
+        return str(exc)
+    if milli < 0:
+        return f"{quantity!r} must not be negative"
+    return None
+
+
+def check_quantity_map(field: str, value: Any, *, allowed_keys: Iterable[str] | None = None,
+                       strings_only: bool = False) -> list[FieldIssue]:
     issues = Issues(field)
     mapping = _check_mapping(value, issues)
     allowed = tuple(allowed_keys) if allowed_keys is not None else None
@@ -206,16 +281,9 @@ def check_quantity_map(field: str, value: Any, *, allowed_keys: Iterable[str] | 
         if allowed is None and (not isinstance(key, str) or not _RESOURCE_NAME.match(key)):
             issues.add(path, f"{key!r} is not a resource name")
             continue
-        if not isinstance(quantity, str | int | float) or isinstance(quantity, bool):
-            issues.add(path, f"{quantity!r} is not a quantity")
-            continue
-        try:
-            milli = parse_quantity(quantity)
-        except QuantityError as exc:
-            issues.add(path, str(exc))
-            continue
-        if milli < 0:
-            issues.add(path, f"{quantity!r} must not be negative")
+        problem = _quantity_problem(quantity, strings_only=strings_only)
+        if problem:
+            issues.add(path, problem)
     return issues.items
 
 
@@ -225,9 +293,9 @@ def check_requirement(req: Any, issues: Issues, path: str) -> None:
     if not isinstance(req, Mapping):
         issues.add(path, "must be a mapping with key, operator and values")
         return
-    unknown = set(req) - {"key", "operator", "values", "minValues"}
+    unknown = _unknown(req, ("key", "operator", "values", "minValues"))
     if unknown:
-        issues.add(path, f"unknown field(s) {', '.join(sorted(unknown))}")
+        issues.add(path, unknown)
     key = req.get("key")
     problem = qualified_name_problem(key)
     if problem:
@@ -237,34 +305,37 @@ def check_requirement(req: Any, issues: Issues, path: str) -> None:
         if restricted:
             issues.add(f"{path}.key", restricted)
     operator = req.get("operator")
+    if operator in (None, ""):
+        issues.add(f"{path}.operator", f"operator is required: one of {', '.join(OPERATORS)}")
+        return
     if operator not in OPERATORS:
         issues.add(f"{path}.operator", f"{operator!r} is not one of {', '.join(OPERATORS)}")
         return
-    values = req.get("values", [])
+    values = req.get("values")
     if values is None:
         values = []
     if not isinstance(values, list) or not all(isinstance(v, str) for v in values):
         issues.add(f"{path}.values", "must be a list of strings")
         return
     if operator == "In" and not values:
-        issues.add(f"{path}.values", "requirements with operator 'In' must have a value defined")
+        issues.add(f"{path}.values", "operator 'In' needs at least one value")
     if operator in ("Exists", "DoesNotExist") and values:
+        # The CRD's field description: "If the operator is Exists or DoesNotExist, the values array must be empty."
         issues.add(f"{path}.values", f"operator {operator!r} takes no values")
     if operator in NUMERIC_OPERATORS:
-        if len(values) != 1 or not values[0].isdigit():
-            issues.add(f"{path}.values", f"operator {operator!r} must have exactly one non-negative integer value")
-    elif operator in ("In", "NotIn"):
-        for i, v in enumerate(values):
-            vp = label_value_problem(v)
-            if vp:
-                issues.add(f"{path}.values[{i}]", vp)
-    if "minValues" in req and req["minValues"] is not None:
+        # CEL: x.values.size() == 1 && int(x.values[0]) >= 0 (int() is a 64-bit integer).
+        if len(values) != 1 or not _UINT.match(values[0]) or int(values[0]) > INT64_MAX:
+            issues.add(f"{path}.values", f"operator {operator!r} needs exactly one non-negative integer value")
+    for i, v in enumerate(values):
+        vp = label_value_problem(v)
+        if vp:
+            issues.add(f"{path}.values[{i}]", vp)
+    if req.get("minValues") is not None:
         mv = req["minValues"]
-        if not isinstance(mv, int) or isinstance(mv, bool) or not 1 <= mv <= 50:
+        if not _is_int(mv) or not 1 <= mv <= 50:
             issues.add(f"{path}.minValues", "must be an integer from 1 to 50")
         elif operator == "In" and len(values) < mv:
-            issues.add(f"{path}.minValues",
-                       f"minValues {mv} needs at least {mv} values, {len(values)} given")
+            issues.add(f"{path}.minValues", f"minValues {mv} needs at least {mv} values, {len(values)} given")
 
 
 def check_requirements(field: str, value: Any) -> list[FieldIssue]:
@@ -283,78 +354,127 @@ def check_taint(taint: Any, issues: Issues, path: str) -> None:
     if not isinstance(taint, Mapping):
         issues.add(path, "must be a mapping with key, value and effect")
         return
-    unknown = set(taint) - {"key", "value", "effect", "timeAdded"}
+    unknown = _unknown(taint, ("key", "value", "effect", "timeAdded"))
     if unknown:
-        issues.add(path, f"unknown field(s) {', '.join(sorted(unknown))}")
+        issues.add(path, unknown)
     problem = qualified_name_problem(taint.get("key"))
     if problem:
         issues.add(f"{path}.key", problem)
-    if "value" in taint and taint["value"] is not None:
-        vp = label_value_problem(taint["value"])
-        if vp:
-            issues.add(f"{path}.value", vp)
-    if taint.get("effect") not in TAINT_EFFECTS:
-        issues.add(f"{path}.effect", f"{taint.get('effect')!r} is not one of {', '.join(TAINT_EFFECTS)}")
+    if taint.get("value") is not None:
+        value = taint["value"]
+        if value == "":
+            # The CRD's pattern on taint values needs at least one character.
+            issues.add(f"{path}.value", "must not be empty; leave value out instead")
+        else:
+            vp = label_value_problem(value)
+            if vp:
+                issues.add(f"{path}.value", vp)
+    effect = taint.get("effect")
+    if effect in (None, ""):
+        issues.add(f"{path}.effect", f"effect is required: one of {', '.join(TAINT_EFFECTS)}")
+    elif effect not in TAINT_EFFECTS:
+        issues.add(f"{path}.effect", f"{effect!r} is not one of {', '.join(TAINT_EFFECTS)}")
+    if taint.get("timeAdded") is not None and not isinstance(taint["timeAdded"], str):
+        issues.add(f"{path}.timeAdded", "must be an RFC 3339 date-time string")
 
 
 def check_taints(field: str, value: Any) -> list[FieldIssue]:
     issues = Issues(field)
     taints = _check_list(value, issues)
-    seen: set[tuple[Any, Any]] = set()
+    seen: set[tuple[str, str]] = set()
     for i, taint in enumerate(taints or []):
         check_taint(taint, issues, f"[{i}]")
         if isinstance(taint, Mapping):
-            ident = (taint.get("key"), taint.get("effect"))
+            # Beyond the CRD: Kubernetes refuses a node with two taints of the same key and effect.
+            ident = (str(taint.get("key")), str(taint.get("effect")))
             if ident in seen:
-                issues.add(f"[{i}]", f"duplicate taint {ident[0]}:{ident[1]}")
+                issues.add(f"[{i}]", f"duplicate taint {ident[0]}:{ident[1]} (key and effect must be unique)")
             seen.add(ident)
     return issues.items
 
 
+def _duration_problem(value: Any, pattern: re.Pattern[str], *, allow_never: bool) -> str | None:
+    hint = "'30s', '5m', '720h', '1h30m'" + (" or 'Never'" if allow_never else "")
+    if not isinstance(value, str) or not pattern.match(value):
+        return f"invalid duration {value!r}: use whole numbers with s, m or h, e.g. {hint}"
+    try:
+        delta = parse_duration(value, allow_never=allow_never)
+    except DurationError as exc:
+        return str(exc)
+    # Beyond the CRD: Go's time.Duration (what Karpenter decodes into) tops out at about 292 years.
+    if delta is not None and delta.total_seconds() > _GO_MAX_SECONDS:
+        return f"duration {value!r} is too long (at most about 2562047h)"
+    return None
+
+
 def check_duration(field: str, value: Any, *, allow_never: bool, required: bool = True) -> list[FieldIssue]:
     issues = Issues(field)
-    if value in (None, ""):
+    if value is None or value == "":
         if required:
             issues.add("", "is required")
         return issues.items
-    try:
-        parse_duration(value, allow_never=allow_never)
-    except DurationError as exc:
-        issues.add("", str(exc))
+    problem = _duration_problem(value, _DURATION_OR_NEVER if allow_never else _DURATION, allow_never=allow_never)
+    if problem:
+        issues.add("", problem)
     return issues.items
+
+
+def _robfig_problem(schedule: str) -> str | None:
+    """Beyond the CRD: what robfig/cron's standard parser (used by Karpenter) refuses although the
+    CRD pattern lets it through -- day-of-week 7 (robfig's range is 0-6)."""
+    fields = schedule.split()
+    if len(fields) != 5:
+        return None
+    for part in fields[4].split(","):
+        if "7" in part.split("/", 1)[0].split("-"):
+            return "day of week 7 is not accepted by Karpenter's cron parser; use 0 for Sunday"
+    return None
 
 
 def check_budget(budget: Any, issues: Issues, path: str) -> None:
     if not isinstance(budget, Mapping):
         issues.add(path, "must be a mapping with nodes and optional schedule, duration, reasons")
         return
-    unknown = set(budget) - {"nodes", "schedule", "duration", "reasons"}
+    unknown = _unknown(budget, ("nodes", "schedule", "duration", "reasons"))
     if unknown:
-        issues.add(path, f"unknown field(s) {', '.join(sorted(unknown))}")
-    nodes = budget.get("nodes", "10%")
-    if not isinstance(nodes, str) or not _BUDGET_NODES.match(nodes):
-        issues.add(f"{path}.nodes", f"{nodes!r} must be a node count (e.g. '5') or a percentage 0-100% (e.g. '10%')")
-    schedule = budget.get("schedule")
-    duration = budget.get("duration")
-    if (schedule in (None, "")) != (duration in (None, "")):
-        issues.add(f"{path}.schedule" if schedule in (None, "") else f"{path}.duration",
+        issues.add(path, unknown)
+    nodes = budget.get("nodes")
+    if nodes is None or nodes == "":
+        issues.add(f"{path}.nodes", "nodes is required: a node count (e.g. '5') or a percentage (e.g. '10%')")
+    elif not isinstance(nodes, str) or not _BUDGET_NODES.match(nodes):
+        issues.add(f"{path}.nodes", f"{nodes!r} must be a node count (e.g. '5') or a percentage 0-100% (e.g. '10%'), as a string")
+    schedule, duration = budget.get("schedule"), budget.get("duration")
+    # CEL: has(x.schedule) == has(x.duration)
+    if (schedule is None) != (duration is None):
+        issues.add(f"{path}.duration" if duration is None else f"{path}.schedule",
                    "'schedule' must be set with 'duration'")
-    if schedule not in (None, ""):
-        try:
-            CronSchedule.parse(schedule)
-        except CronError as exc:
-            issues.add(f"{path}.schedule", f"invalid cron schedule {schedule!r}: {exc}")
-    if duration not in (None, ""):
-        if not isinstance(duration, str) or not _BUDGET_DURATION.match(duration):
-            issues.add(f"{path}.duration", f"{duration!r} must be hours and/or minutes, e.g. '10m', '8h', '1h30m'")
+    if schedule is not None:
+        if not isinstance(schedule, str) or not _BUDGET_SCHEDULE.match(schedule):
+            issues.add(f"{path}.schedule", f"invalid cron schedule {schedule!r}: use 5 fields "
+                                           "(minute hour day-of-month month day-of-week) or a macro such as @daily")
+        else:
+            try:
+                CronSchedule.parse(schedule)
+            except CronError as exc:
+                issues.add(f"{path}.schedule", f"invalid cron schedule {schedule!r}: {exc}")
+            else:
+                problem = _robfig_problem(schedule)
+                if problem:
+                    issues.add(f"{path}.schedule", f"invalid cron schedule {schedule!r}: {problem}")
+    if duration is not None and (not isinstance(duration, str) or not _BUDGET_DURATION.match(duration)):
+        issues.add(f"{path}.duration", f"{duration!r} must be hours and/or minutes, e.g. '10m', '8h', '1h30m'")
     reasons = budget.get("reasons")
     if reasons is not None:
         if not isinstance(reasons, list):
             issues.add(f"{path}.reasons", "must be a list")
         else:
+            seen: set[Any] = set()
             for j, reason in enumerate(reasons):
                 if reason not in BUDGET_REASONS:
                     issues.add(f"{path}.reasons[{j}]", f"{reason!r} is not one of {', '.join(BUDGET_REASONS)}")
+                elif reason in seen:
+                    issues.add(f"{path}.reasons[{j}]", f"{reason!r} is listed twice")
+                seen.add(reason)
 
 
 def check_budgets(field: str, value: Any) -> list[FieldIssue]:
@@ -386,57 +506,81 @@ def check_nodepool(data: Mapping[str, Any]) -> list[FieldIssue]:
     found += check_duration("expire_after", data.get("expire_after"), allow_never=True)
     found += check_duration("termination_grace_period", data.get("termination_grace_period"),
                             allow_never=False, required=False)
-    if data.get("consolidation_policy") not in CONSOLIDATION_POLICIES:
-        found.append(FieldIssue("consolidation_policy", "",
-                                f"{data.get('consolidation_policy')!r} is not one of {', '.join(CONSOLIDATION_POLICIES)}"))
+    policy = data.get("consolidation_policy")
+    if policy not in CONSOLIDATION_POLICIES:
+        found.append(FieldIssue("consolidation_policy", "", f"{policy!r} is not one of {', '.join(CONSOLIDATION_POLICIES)}"))
     found += check_duration("consolidate_after", data.get("consolidate_after"), allow_never=True)
     found += check_budgets("budgets", data.get("budgets"))
     found += check_quantity_map("limits", data.get("limits"))
     weight = data.get("weight")
-    if weight is not None and (not isinstance(weight, int) or isinstance(weight, bool) or not 1 <= weight <= 100):
+    if weight is not None and (not _is_int(weight) or not 1 <= weight <= 100):
         found.append(FieldIssue("weight", "", f"{weight!r} must be an integer from 1 to 100"))
     return found
 
 
 # --- EC2NodeClass ---------------------------------------------------------------------------------
 
-def _check_selector_terms(field: str, value: Any, allowed: tuple[str, ...], *, required: bool) -> list[FieldIssue]:
+def _check_selector_tags(tags: Any, issues: Issues, path: str) -> None:
+    if not isinstance(tags, Mapping) or not tags:
+        issues.add(path, "must be a non-empty mapping of tag: value")
+        return
+    if len(tags) > MAX_SELECTOR_TAGS:
+        issues.add(path, f"at most {MAX_SELECTOR_TAGS} tags")
+    for k, v in tags.items():
+        if not isinstance(k, str) or not k or not isinstance(v, str) or not v:
+            issues.add(f"{path}[{k}]", "empty tag keys or values aren't supported ('*' matches any value)")
+
+
+def _check_terms(field: str, value: Any, *, allowed: tuple[str, ...], selecting: tuple[str, ...],
+                 exclusive: Mapping[str, tuple[str, ...]], id_pattern: re.Pattern[str],
+                 min_items: int = 1) -> tuple[list[FieldIssue], list[Any]]:
+    """Shared rules of amiSelectorTerms, subnetSelectorTerms and securityGroupSelectorTerms."""
     issues = Issues(field)
     terms = _check_list(value, issues)
     if terms is None:
-        return issues.items
-    if required and not terms:
+        return issues.items, []
+    if len(terms) < min_items:
         issues.add("", "at least one selector term is required")
-    if len(terms) > 30:
-        issues.add("", "at most 30 selector terms")
+    if len(terms) > MAX_SELECTOR_TERMS:
+        issues.add("", f"at most {MAX_SELECTOR_TERMS} selector terms")
     for i, term in enumerate(terms):
         path = f"[{i}]"
-        if not isinstance(term, Mapping) or not term:
-            issues.add(path, f"must set one of {', '.join(allowed)}")
+        if not isinstance(term, Mapping):
+            issues.add(path, f"must be a mapping with one of {', '.join(selecting)}")
             continue
-        unknown = set(term) - set(allowed)
+        unknown = _unknown(term, allowed)
         if unknown:
-            issues.add(path, f"unknown field(s) {', '.join(sorted(unknown))}; allowed: {', '.join(allowed)}")
-        if "id" in term and len(term) > 1:
-            issues.add(path, "'id' is mutually exclusive with the other fields of a term")
-        if "alias" in term and len(term) > 1:
-            issues.add(path, "'alias' is mutually exclusive with the other fields of a term")
-        tags = term.get("tags")
-        if tags is not None:
-            if not isinstance(tags, Mapping) or not tags:
-                issues.add(f"{path}.tags", "must be a non-empty mapping")
-            else:
-                for k, v in tags.items():
-                    if not k or not isinstance(v, str) or not v:
-                        issues.add(f"{path}.tags[{k}]", "tag keys and values must be non-empty strings")
-        for key in ("id", "name", "alias", "owner"):
-            if key in term and (not isinstance(term[key], str) or not term[key]):
+            issues.add(path, f"{unknown}; allowed: {', '.join(allowed)}")
+        if not any(term.get(k) is not None for k in selecting):
+            issues.add(path, f"set at least one of {', '.join(selecting)}")
+        for key, others in exclusive.items():
+            if term.get(key) is not None and any(term.get(o) is not None for o in others):
+                issues.add(path, f"'{key}' cannot be combined with {', '.join(repr(o) for o in others)} in one term")
+        for key in allowed:
+            if key == "tags" or term.get(key) is None:
+                continue
+            if not isinstance(term[key], str) or not term[key]:
                 issues.add(f"{path}.{key}", "must be a non-empty string")
-        if "alias" in term and isinstance(term["alias"], str):
-            family, _, version = term["alias"].partition("@")
-            if family.lower() not in ("al2", "al2023", "bottlerocket", "windows2019", "windows2022") or not version:
-                issues.add(f"{path}.alias", f"{term['alias']!r} must look like 'al2023@latest' or 'bottlerocket@v1.20.0'")
-    return issues.items
+        if isinstance(term.get("id"), str) and term["id"] and not id_pattern.search(term["id"]):
+            issues.add(f"{path}.id", f"{term['id']!r} does not look like an id ({id_pattern.pattern})")
+        if term.get("tags") is not None:
+            _check_selector_tags(term["tags"], issues, f"{path}.tags")
+    return issues.items, terms
+
+
+def _check_alias(alias: Any, issues: Issues, path: str) -> None:
+    if not isinstance(alias, str) or not alias:
+        return  # reported as "must be a non-empty string"
+    if len(alias) > 30:
+        issues.add(path, "must be at most 30 characters")
+    if not _ALIAS.match(alias):
+        issues.add(path, f"{alias!r} must be 'family@version', e.g. 'al2023@latest' or 'bottlerocket@v1.20.0'")
+        return
+    family, version = alias.split("@", 1)
+    if family not in ALIAS_FAMILIES:
+        issues.add(path, f"family {family!r} is not supported; use one of {', '.join(ALIAS_FAMILIES)} (lowercase)")
+    elif family.startswith("windows") and version != "latest":
+        issues.add(path, "windows families may only use version 'latest'")
 
 
 def check_nodeclass(data: Mapping[str, Any]) -> list[FieldIssue]:
@@ -445,31 +589,50 @@ def check_nodeclass(data: Mapping[str, Any]) -> list[FieldIssue]:
     problem = object_name_problem(data.get("name"))
     if problem:
         found.append(FieldIssue("name", "", problem))
+
     ami_family = data.get("ami_family") or ""
-    ami_terms = data.get("ami_selector_terms")
     if ami_family and ami_family not in AMI_FAMILIES:
         found.append(FieldIssue("ami_family", "", f"{ami_family!r} is not one of {', '.join(AMI_FAMILIES)}"))
-    found += _check_selector_terms("ami_selector_terms", ami_terms, ("alias", "id", "name", "owner", "tags", "ssmParameter"),
-                                   required=True)
-    if isinstance(ami_terms, list):
-        aliases = [t for t in ami_terms if isinstance(t, Mapping) and "alias" in t]
-        if aliases and len(ami_terms) > 1:
-            found.append(FieldIssue("ami_selector_terms", "", "a term with 'alias' must be the only term"))
-    if not ami_family and isinstance(ami_terms, list) and ami_terms and not any(
-            isinstance(t, Mapping) and "alias" in t for t in ami_terms):
+    ami_issues, ami_terms = _check_terms(
+        "ami_selector_terms", data.get("ami_selector_terms"),
+        allowed=("alias", "id", "name", "owner", "tags", "ssmParameter"),
+        selecting=("tags", "id", "name", "alias", "ssmParameter"),
+        exclusive={"id": ("alias", "tags", "name", "owner"), "alias": ("id", "tags", "name", "owner")},
+        id_pattern=_AMI_ID)
+    found += ami_issues
+    issues = Issues("ami_selector_terms")
+    aliases = [t.get("alias") for t in ami_terms if isinstance(t, Mapping) and t.get("alias") is not None]
+    for i, term in enumerate(ami_terms):
+        if isinstance(term, Mapping) and term.get("alias") is not None:
+            _check_alias(term["alias"], issues, f"[{i}].alias")
+    if aliases and len(ami_terms) > 1:
+        issues.add("", "a term with 'alias' must be the only term")
+    found += issues.items
+    alias_families = {ALIAS_FAMILIES.get(str(a).split("@", 1)[0]) for a in aliases} - {None}
+    if ami_family in AMI_FAMILIES:
+        for implied in sorted(f for f in alias_families if f):
+            if ami_family not in (implied, "Custom"):
+                found.append(FieldIssue("ami_family", "", f"must be {implied} or Custom (or left empty) with a "
+                                                          f"{implied} alias in amiSelectorTerms"))
+    if not ami_family and isinstance(data.get("ami_selector_terms"), list) and not aliases:
         found.append(FieldIssue("ami_family", "", "amiFamily is required when amiSelectorTerms has no alias"))
-    found += _check_selector_terms("subnet_selector_terms", data.get("subnet_selector_terms"), ("id", "tags"),
-                                   required=True)
-    found += _check_selector_terms("security_group_selector_terms", data.get("security_group_selector_terms"),
-                                   ("id", "name", "tags"), required=True)
+
+    found += _check_terms("subnet_selector_terms", data.get("subnet_selector_terms"),
+                          allowed=("id", "tags", "cidr"), selecting=("tags", "id", "cidr"),
+                          exclusive={"id": ("tags",)}, id_pattern=_SUBNET_ID)[0]
+    found += _check_terms("security_group_selector_terms", data.get("security_group_selector_terms"),
+                          allowed=("id", "name", "tags"), selecting=("tags", "id", "name"),
+                          exclusive={"id": ("tags", "name"), "name": ("tags", "id")}, id_pattern=_SG_ID)[0]
+
     role, profile = data.get("role") or "", data.get("instance_profile") or ""
     if bool(role) == bool(profile):
-        found.append(FieldIssue("role", "", "set exactly one of role or instanceProfile"))
+        found.append(FieldIssue("role", "", "set exactly one of role or instanceProfile"
+                                + (" (not both)" if role else "")))
     issues = Issues("tags")
     tags = _check_mapping(data.get("tags"), issues)
     for key, value in (tags or {}).items():
         if not isinstance(key, str) or not key:
-            issues.add(f"[{key}]", "tag keys must be non-empty strings")
+            issues.add(f"[{key}]", "empty tag keys aren't supported")
         elif key in RESTRICTED_TAGS or key.startswith(RESTRICTED_TAG_PREFIXES):
             issues.add(f"[{key}]", f"tag {key!r} is set by Karpenter and may not be overridden")
         elif not isinstance(value, str):
@@ -487,17 +650,23 @@ def check_nodeclass(data: Mapping[str, Any]) -> list[FieldIssue]:
 def _check_block_devices(value: Any) -> list[FieldIssue]:
     issues = Issues("block_device_mappings")
     mappings = _check_list(value, issues)
+    if mappings is None:
+        return issues.items
+    if len(mappings) > MAX_BLOCK_DEVICES:
+        issues.add("", f"at most {MAX_BLOCK_DEVICES} block device mappings")
     roots = 0
-    for i, bdm in enumerate(mappings or []):
+    for i, bdm in enumerate(mappings):
         path = f"[{i}]"
         if not isinstance(bdm, Mapping):
-            issues.add(path, "must be a mapping")
+            issues.add(path, "must be a mapping with deviceName, ebs and rootVolume")
             continue
-        unknown = set(bdm) - {"deviceName", "ebs", "rootVolume"}
+        unknown = _unknown(bdm, ("deviceName", "ebs", "rootVolume"))
         if unknown:
-            issues.add(path, f"unknown field(s) {', '.join(sorted(unknown))}")
-        if not isinstance(bdm.get("deviceName"), str) or not bdm.get("deviceName"):
-            issues.add(f"{path}.deviceName", "is required, e.g. /dev/xvda")
+            issues.add(path, unknown)
+        if bdm.get("deviceName") is not None and (not isinstance(bdm["deviceName"], str) or not bdm["deviceName"]):
+            issues.add(f"{path}.deviceName", "must be a device name such as /dev/xvda")
+        if bdm.get("rootVolume") is not None and not isinstance(bdm["rootVolume"], bool):
+            issues.add(f"{path}.rootVolume", "must be true or false")
         if bdm.get("rootVolume") is True:
             roots += 1
         ebs = bdm.get("ebs")
@@ -506,28 +675,40 @@ def _check_block_devices(value: Any) -> list[FieldIssue]:
         if not isinstance(ebs, Mapping):
             issues.add(f"{path}.ebs", "must be a mapping")
             continue
-        allowed = {"volumeSize", "volumeType", "iops", "throughput", "encrypted", "kmsKeyID",
-                   "deleteOnTermination", "snapshotID", "volumeInitializationRate"}
-        unknown = set(ebs) - allowed
+        unknown = _unknown(ebs, EBS_FIELDS)
         if unknown:
-            issues.add(f"{path}.ebs", f"unknown field(s) {', '.join(sorted(unknown))}")
-        if "volumeType" in ebs and ebs["volumeType"] not in VOLUME_TYPES:
+            issues.add(f"{path}.ebs", unknown)
+        if ebs.get("snapshotID") is None and ebs.get("volumeSize") is None:
+            issues.add(f"{path}.ebs", "snapshotID or volumeSize must be defined")
+        size = ebs.get("volumeSize")
+        if size is not None and (not isinstance(size, str) or not _VOLUME_SIZE.match(size)):
+            issues.add(f"{path}.ebs.volumeSize", f"{size!r} must be a size in Gi, G, Ti or T, e.g. '100Gi' (at most 59000Gi)")
+        if ebs.get("volumeType") is not None and ebs["volumeType"] not in VOLUME_TYPES:
             issues.add(f"{path}.ebs.volumeType", f"{ebs['volumeType']!r} is not one of {', '.join(VOLUME_TYPES)}")
-        if "volumeSize" in ebs:
-            try:
-                if parse_quantity(ebs["volumeSize"]) <= 0:
-                    issues.add(f"{path}.ebs.volumeSize", "must be positive")
-            except QuantityError as exc:
-                issues.add(f"{path}.ebs.volumeSize", str(exc))
         for key in ("iops", "throughput"):
-            if key in ebs and (not isinstance(ebs[key], int) or isinstance(ebs[key], bool) or ebs[key] < 0):
+            if ebs.get(key) is not None and (not _is_int(ebs[key]) or not 0 <= ebs[key] <= INT64_MAX):
                 issues.add(f"{path}.ebs.{key}", "must be a non-negative integer")
+        rate = ebs.get("volumeInitializationRate")
+        if rate is not None:
+            if not _is_int(rate) or not 100 <= rate <= 300:
+                issues.add(f"{path}.ebs.volumeInitializationRate", "must be an integer from 100 to 300 (MiB/s)")
+            if not ebs.get("snapshotID"):
+                issues.add(f"{path}.ebs.volumeInitializationRate", "snapshotID must be set when volumeInitializationRate is set")
         for key in ("encrypted", "deleteOnTermination"):
-            if key in ebs and not isinstance(ebs[key], bool):
+            if ebs.get(key) is not None and not isinstance(ebs[key], bool):
                 issues.add(f"{path}.ebs.{key}", "must be true or false")
+        for key in ("kmsKeyID", "snapshotID"):
+            if ebs.get(key) is not None and not isinstance(ebs[key], str):
+                issues.add(f"{path}.ebs.{key}", "must be a string")
     if roots > 1:
-        issues.add("", "at most one block device mapping may be the rootVolume")
+        issues.add("", "must have only one blockDeviceMappings with rootVolume")
     return issues.items
+
+
+def _check_int32(value: Any, issues: Issues, path: str, low: int = 0, high: int = INT32_MAX) -> None:
+    if value is not None and (not _is_int(value) or not low <= value <= high):
+        issues.add(path, f"must be an integer from {low} to {high}" if high != INT32_MAX
+                   else "must be a non-negative integer" if low == 0 else f"must be an integer of at least {low}")
 
 
 def _check_kubelet(value: Any) -> list[FieldIssue]:
@@ -535,35 +716,49 @@ def _check_kubelet(value: Any) -> list[FieldIssue]:
     kubelet = _check_mapping(value, issues)
     if kubelet is None:
         return issues.items
-    known = {"maxPods", "podsPerCore", "systemReserved", "kubeReserved", "evictionHard", "evictionSoft",
-             "evictionSoftGracePeriod", "evictionMaxPodGracePeriod", "imageGCHighThresholdPercent",
-             "imageGCLowThresholdPercent", "cpuCFSQuota", "clusterDNS"}
-    unknown = set(kubelet) - known
+    unknown = _unknown(kubelet, KUBELET_FIELDS)
     if unknown:
-        issues.add("", f"unknown field(s) {', '.join(sorted(unknown))}")
-    for key in ("maxPods", "podsPerCore"):
-        if key in kubelet and (not isinstance(kubelet[key], int) or isinstance(kubelet[key], bool) or kubelet[key] < 0):
-            issues.add(f".{key}", "must be a non-negative integer")
+        issues.add("", unknown)
+    for key in ("maxPods", "podsPerCore", "evictionMaxPodGracePeriod"):
+        _check_int32(kubelet.get(key), issues, f".{key}")
+    for key in ("imageGCHighThresholdPercent", "imageGCLowThresholdPercent"):
+        _check_int32(kubelet.get(key), issues, f".{key}", 0, 100)
+    high, low = kubelet.get("imageGCHighThresholdPercent"), kubelet.get("imageGCLowThresholdPercent")
+    if _is_int(high) and _is_int(low) and not high > low:
+        issues.add(".imageGCHighThresholdPercent", "imageGCHighThresholdPercent must be greater than imageGCLowThresholdPercent")
+    if kubelet.get("cpuCFSQuota") is not None and not isinstance(kubelet["cpuCFSQuota"], bool):
+        issues.add(".cpuCFSQuota", "must be true or false")
+    dns = kubelet.get("clusterDNS")
+    if dns is not None and (not isinstance(dns, list) or not all(isinstance(ip, str) and ip for ip in dns)):
+        issues.add(".clusterDNS", "must be a list of IP addresses")
     for key in ("systemReserved", "kubeReserved"):
-        for item in check_quantity_map("kubelet", kubelet.get(key), allowed_keys=KUBELET_RESERVED_KEYS):
+        for item in check_quantity_map("kubelet", kubelet.get(key), allowed_keys=KUBELET_RESERVED_KEYS, strings_only=True):
             issues.add(f".{key}{item.path}", item.message)
-    for key in ("evictionHard", "evictionSoft"):
+    maps: dict[str, Mapping[str, Any]] = {}
+    for key in ("evictionHard", "evictionSoft", "evictionSoftGracePeriod"):
         signals = kubelet.get(key)
         if signals is None:
             continue
         if not isinstance(signals, Mapping):
-            issues.add(f".{key}", "must be a mapping of signal: threshold")
+            issues.add(f".{key}", "must be a mapping of signal: " + ("grace period" if key.endswith("Period") else "threshold"))
             continue
+        maps[key] = signals
         for signal, threshold in signals.items():
             if signal not in EVICTION_SIGNALS:
                 issues.add(f".{key}.{signal}", f"unknown signal; allowed: {', '.join(EVICTION_SIGNALS)}")
-                continue
-            if isinstance(threshold, str) and _PERCENT.match(threshold):
-                continue
-            try:
-                parse_quantity(threshold)
-            except QuantityError:
-                issues.add(f".{key}.{signal}", f"{threshold!r} must be a quantity (100Mi) or a percentage (10%)")
+            elif key == "evictionSoftGracePeriod":
+                if not isinstance(threshold, str) or not _GO_DURATION.match(threshold):
+                    issues.add(f".{key}.{signal}", f"{threshold!r} must be a duration such as '1m30s'")
+            elif not isinstance(threshold, str) or not (
+                    _EVICTION_PERCENT.match(threshold) or (_QUANTITY.match(threshold) and not threshold.startswith("-"))):
+                issues.add(f".{key}.{signal}", f"{threshold!r} must be a quantity ('100Mi') or a percentage ('10%'), as a string")
+    soft, grace = maps.get("evictionSoft", {}), maps.get("evictionSoftGracePeriod", {})
+    for signal in soft:
+        if signal in EVICTION_SIGNALS and signal not in grace:
+            issues.add(f".evictionSoft.{signal}", "needs a matching evictionSoftGracePeriod")
+    for signal in grace:
+        if signal in EVICTION_SIGNALS and signal not in soft:
+            issues.add(f".evictionSoftGracePeriod.{signal}", "needs a matching evictionSoft threshold")
     return issues.items
 
 
@@ -572,15 +767,13 @@ def _check_metadata_options(value: Any) -> list[FieldIssue]:
     options = _check_mapping(value, issues)
     if options is None:
         return issues.items
-    enums = {"httpEndpoint": ("enabled", "disabled"), "httpProtocolIPv6": ("enabled", "disabled"),
-             "httpTokens": ("required", "optional")}
-    unknown = set(options) - set(enums) - {"httpPutResponseHopLimit"}
+    unknown = _unknown(options, (*METADATA_OPTION_ENUMS, "httpPutResponseHopLimit"))
     if unknown:
-        issues.add("", f"unknown field(s) {', '.join(sorted(unknown))}")
-    for key, allowed in enums.items():
-        if key in options and options[key] not in allowed:
+        issues.add("", unknown)
+    for key, allowed in METADATA_OPTION_ENUMS.items():
+        if options.get(key) is not None and options[key] not in allowed:
             issues.add(f".{key}", f"{options[key]!r} is not one of {', '.join(allowed)}")
     hop = options.get("httpPutResponseHopLimit")
-    if hop is not None and (not isinstance(hop, int) or isinstance(hop, bool) or not 1 <= hop <= 64):
+    if hop is not None and (not _is_int(hop) or not 1 <= hop <= 64):
         issues.add(".httpPutResponseHopLimit", "must be an integer from 1 to 64")
     return issues.items

@@ -1,0 +1,142 @@
+"""Pods as the scheduler sees them: requests, placement constraints and identity."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+from packing.requirements import Requirement, Requirements
+from packing.resources import PODS, Resources
+from packing.taints import Toleration
+
+__all__ = [
+    "ContainerResources",
+    "HostPort",
+    "LabelSelector",
+    "Pod",
+    "PodAffinityTerm",
+    "TopologySpread",
+    "container_requests",
+    "pod_requests",
+]
+
+HOSTNAME = "kubernetes.io/hostname"
+ZONE = "topology.kubernetes.io/zone"
+
+
+@dataclass(frozen=True, slots=True)
+class ContainerResources:
+    requests: Resources
+    limits: Resources
+    restart_always: bool = False  # an init container with restartPolicy: Always is a sidecar
+
+
+def container_requests(c: ContainerResources) -> Resources:
+    # The API server defaults a missing request to the limit, so a limits-only container requests its limits.
+    merged = dict(c.limits.as_dict())
+    merged.update(c.requests.as_dict())
+    return Resources(merged)
+
+
+def _max(a: Resources, b: Resources) -> Resources:
+    return Resources({k: max(a.get(k, 0), b.get(k, 0)) for k in set(a) | set(b)})
+
+
+def pod_requests(
+    containers: Sequence[ContainerResources],
+    init_containers: Sequence[ContainerResources] = (),
+    overhead: Resources | None = None,
+) -> Resources:
+    """max(sum of containers + sidecars, each init container + sidecars started before it) + overhead + 1 pod."""
+    total = Resources()
+    for c in containers:
+        total = total + container_requests(c)
+    sidecars = Resources()
+    init_peak = Resources()
+    for c in init_containers:
+        req = container_requests(c)
+        if c.restart_always:
+            sidecars = sidecars + req
+            init_peak = _max(init_peak, sidecars)
+        else:
+            init_peak = _max(init_peak, sidecars + req)
+    total = _max(total + sidecars, init_peak)
+    if overhead:
+        total = total + overhead
+    return total + Resources({PODS: 1000})
+
+
+@dataclass(frozen=True, slots=True)
+class LabelSelector:
+    """matchLabels and matchExpressions; `requirements` is their conjunction. An empty selector matches all."""
+
+    requirements: Requirements
+
+    def matches(self, labels: Mapping[str, str]) -> bool:
+        return self.requirements.matches(labels)
+
+    def __str__(self) -> str:
+        return ", ".join(str(r) for r in self.requirements.values()) or "(all)"
+
+
+@dataclass(frozen=True, slots=True)
+class PodAffinityTerm:
+    selector: LabelSelector
+    topology_key: str
+    namespaces: frozenset[str] = frozenset()  # empty: the pod's own namespace
+
+
+@dataclass(frozen=True, slots=True)
+class TopologySpread:
+    max_skew: int
+    topology_key: str
+    when_unsatisfiable: str  # DoNotSchedule | ScheduleAnyway
+    selector: LabelSelector
+    min_domains: int = 1
+
+
+@dataclass(frozen=True, slots=True)
+class HostPort:
+    port: int
+    protocol: str = "TCP"
+    ip: str = ""
+
+    def conflicts(self, other: HostPort) -> bool:
+        if self.port != other.port or self.protocol != other.protocol:
+            return False
+        wildcard = ("", "0.0.0.0", "::")
+        return self.ip in wildcard or other.ip in wildcard or self.ip == other.ip
+
+
+@dataclass(slots=True)
+class Pod:
+    name: str
+    namespace: str = "default"
+    labels: Mapping[str, str] = field(default_factory=dict)
+    requests: Resources = field(default_factory=lambda: Resources({PODS: 1000}))
+    node_selector: Mapping[str, str] = field(default_factory=dict)
+    # required node affinity: a list of ORed terms, each a conjunction; empty = no constraint
+    required_terms: tuple[Requirements, ...] = ()
+    preferred_terms: tuple[tuple[int, Requirements], ...] = ()
+    tolerations: tuple[Toleration, ...] = ()
+    spread: tuple[TopologySpread, ...] = ()
+    affinity: tuple[PodAffinityTerm, ...] = ()
+    anti_affinity: tuple[PodAffinityTerm, ...] = ()
+    preferred_affinity: tuple[tuple[int, PodAffinityTerm], ...] = ()
+    preferred_anti_affinity: tuple[tuple[int, PodAffinityTerm], ...] = ()
+    host_ports: tuple[HostPort, ...] = ()
+    node_name: str = ""
+    owner_kind: str = ""
+    owner_name: str = ""
+    uid: str = ""
+
+    @property
+    def key(self) -> str:
+        return f"{self.namespace}/{self.name}"
+
+    def node_requirement_terms(self) -> tuple[Requirements, ...]:
+        """nodeSelector folded into every required term, so each term alone is a full node requirement."""
+        base = Requirements(Requirement.new(k, "In", [v]) for k, v in self.node_selector.items())
+        if not self.required_terms:
+            return (base,)
+        return tuple(base.intersect(t) for t in self.required_terms)

@@ -1,0 +1,1049 @@
+"""The scheduling simulation: where would pending pods go, and which nodes must be launched for them.
+
+Structured like Karpenter's pkg/controllers/provisioning/scheduling: pods are taken largest first; each is tried
+on existing nodes (and in-flight NodeClaims), then on NodeClaims opened earlier in this solve, then on a new
+NodeClaim from the heaviest NodePool that accepts it. Pods with no topology involvement skip the pod-by-pod
+greedy for new capacity and are packed in bulk by packer.pack, which is where the plan gets cheaper than
+Karpenter's. solve() does no I/O and mutates nothing it was given, so the disruption engine can call it
+repeatedly with nodes removed.
+"""
+
+from __future__ import annotations
+
+import operator
+import time
+from collections.abc import Collection, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+import numpy.typing as npt
+
+from packing.instancetype import CAPACITY_TYPE_SPOT, InstanceType, Offering
+from packing.nodepool import (
+    CAPACITY_TYPE_LABEL,
+    HOSTNAME_LABEL,
+    INSTANCE_TYPE_LABEL,
+    NODEPOOL_LABEL,
+    ZONE_LABEL,
+    DaemonSet,
+    ExistingNodeSpec,
+    NodePool,
+)
+from packing.pods import HostPort, Pod
+from packing.requirements import Requirement, Requirements
+from packing.resources import CPU, MEMORY, PODS, Resources
+from packing.scheduling.packer import pack
+from packing.scheduling.topology import AFFINITY, ANTI, SPREAD, Topology, TopologyGroup
+from packing.taints import EPHEMERAL_TAINT_KEYS, Taint, first_untolerated
+
+__all__ = ["ExistingNode", "NodeClaim", "PlannedNodeClaim", "Results", "Scheduler"]
+
+Vec = tuple[int, ...]
+MAX_OPTIONS = 60
+
+
+def _fits(a: Vec, b: Vec) -> bool:
+    for x, y in zip(a, b, strict=True):
+        if x > y:
+            return False
+    return True
+
+
+def _add(a: Vec, b: Vec) -> Vec:
+    return tuple(map(operator.add, a, b))
+
+
+def _undominated(allocs: npt.NDArray[np.int64], prices: Sequence[float]) -> list[int]:
+    """Indices of options that no other option beats (at least as big everywhere and no dearer).
+
+    A dominated type is never the right choice for any set of pods, and dropping it shrinks the packer's work.
+    """
+    price = np.asarray(prices, dtype=np.float64)
+    n = len(price)
+    keep: list[int] = []
+    order = np.lexsort((np.arange(n), price))
+    for i in order.tolist():
+        if keep:
+            k = np.asarray(keep)
+            if bool(((allocs[k] >= allocs[i]).all(axis=1) & (price[k] <= price[i])).any()):
+                continue
+        keep.append(i)
+    keep.sort()
+    return keep
+
+
+def _vec(r: Mapping[str, int], keys: Sequence[str]) -> Vec:
+    return tuple(r.get(k, 0) for k in keys)
+
+
+@dataclass(eq=False)
+class TypeOption:
+    """An instance type as one NodePool would launch it: allocatable net of that pool's DaemonSet overhead."""
+
+    it: InstanceType
+    labels: dict[str, str]
+    alloc: Vec
+    offerings: tuple[Offering, ...]
+    index: int = 0
+    _offer_cache: dict[tuple[Requirement | None, Requirement | None], Offering | None] = field(default_factory=dict)
+
+    def offering_for(self, reqs: Requirements) -> Offering | None:
+        """Cheapest available offering the requirements allow, spot first when spot is allowed."""
+        zr = reqs.get(ZONE_LABEL)
+        cr = reqs.get(CAPACITY_TYPE_LABEL)
+        ck = (zr, cr)
+        if ck in self._offer_cache:
+            return self._offer_cache[ck]
+        best = self._offering_for(zr, cr)
+        self._offer_cache[ck] = best
+        return best
+
+    def _offering_for(self, zr: Requirement | None, cr: Requirement | None) -> Offering | None:
+        best: Offering | None = None
+        best_key: tuple[int, float, str, str] | None = None
+        for o in self.offerings:
+            if zr is not None and not zr.has(o.zone):
+                continue
+            if cr is not None and not cr.has(o.capacity_type):
+                continue
+            k = (0 if o.capacity_type == CAPACITY_TYPE_SPOT else 1, o.price or 0.0, o.zone, o.capacity_type)
+            if best_key is None or k < best_key:
+                best, best_key = o, k
+        return best
+
+
+class PoolTemplate:
+    """A NodePool prepared for one set of resource keys: base requirements, DaemonSet overhead, type options."""
+
+    def __init__(
+        self,
+        pool: NodePool,
+        catalog: Sequence[InstanceType],
+        daemonsets: Sequence[DaemonSet],
+        keys: Sequence[str],
+        type_keys: frozenset[str],
+    ) -> None:
+        self.pool = pool
+        self.name = pool.name
+        self.keys = keys
+        self.type_keys = type_keys
+        base = pool.requirements.intersect(Requirements.from_labels(pool.labels))
+        self.base = base.intersect(Requirements([Requirement.new(NODEPOOL_LABEL, "In", [pool.name])]))
+        self.pool_keys = frozenset(k for k in self.base if k not in type_keys)
+        overhead = Resources()
+        for ds in daemonsets:
+            if first_untolerated(pool.taints, ds.pod.tolerations) is not None:
+                continue
+            if not any(term.compatible(self.base) for term in ds.pod.node_requirement_terms()):
+                continue
+            overhead = overhead + ds.pod.requests
+        self.ds_overhead = overhead
+        self.ds_vec = _vec(overhead, keys)
+        type_reqs = self.base.restricted(type_keys)
+        zr, cr = type_reqs.get(ZONE_LABEL), type_reqs.get(CAPACITY_TYPE_LABEL)
+        options: list[TypeOption] = []
+        for it in catalog:
+            labels = dict(it.labels)
+            labels[INSTANCE_TYPE_LABEL] = it.name
+            if not all(r.has(labels.get(k)) for k, r in type_reqs.items() if k not in (ZONE_LABEL, CAPACITY_TYPE_LABEL)):
+                continue
+            offs = tuple(
+                o
+                for o in it.offerings
+                if o.available
+                and o.price is not None
+                and (zr is None or zr.has(o.zone))
+                and (cr is None or cr.has(o.capacity_type))
+            )
+            if not offs:
+                continue
+            alloc = tuple(a - d for a, d in zip(_vec(it.allocatable, keys), self.ds_vec, strict=True))
+            if any(x < 0 for x in alloc):
+                continue
+            options.append(TypeOption(it, labels, alloc, offs))
+        options.sort(key=lambda o: (min(x.price or 0.0 for x in o.offerings), o.it.name))
+        for i, o in enumerate(options):
+            o.index = i
+        self.options = options
+        self.alloc_matrix = np.array([list(o.alloc) for o in options], dtype=np.int64).reshape(len(options), len(keys))
+        self._viable_cache: dict[Requirements, list[TypeOption]] = {}
+        self._mask_cache: dict[Requirements, npt.NDArray[np.bool_]] = {}
+        self.universe: dict[str, frozenset[str]] = {}
+
+    def viable(self, reqs: Requirements) -> list[TypeOption]:
+        """Options whose labels and some offering satisfy the type-determined part of `reqs`, cheapest first."""
+        tr = reqs.restricted(self.type_keys)
+        hit = self._viable_cache.get(tr)
+        if hit is None:
+            plain = [(k, r) for k, r in tr.items() if k not in (ZONE_LABEL, CAPACITY_TYPE_LABEL)]
+            zr, cr = tr.get(ZONE_LABEL), tr.get(CAPACITY_TYPE_LABEL)
+            hit = []
+            for o in self.options:
+                if not all(r.has(o.labels.get(k)) for k, r in plain):
+                    continue
+                if (zr is not None or cr is not None) and not any(
+                    (zr is None or zr.has(x.zone)) and (cr is None or cr.has(x.capacity_type)) for x in o.offerings
+                ):
+                    continue
+                hit.append(o)
+            self._viable_cache[tr] = hit
+        return hit
+
+    def viable_mask(self, reqs: Requirements) -> npt.NDArray[np.bool_]:
+        tr = reqs.restricted(self.type_keys)
+        hit = self._mask_cache.get(tr)
+        if hit is None:
+            hit = np.zeros(len(self.options), dtype=bool)
+            for o in self.viable(tr):
+                hit[o.index] = True
+            self._mask_cache[tr] = hit
+        return hit
+
+    def pool_key_failure(self, reqs: Requirements) -> Requirement | None:
+        """A pod requirement on a label that only the NodePool decides, and that it cannot satisfy."""
+        for k in sorted(reqs):
+            if k in self.type_keys:
+                continue
+            r = reqs[k]
+            if k in self.pool_keys:
+                if r.intersect(self.base[k]).is_empty():
+                    return r
+            elif not r.has(None):
+                return r
+        return None
+
+
+class PodContext:
+    """A pending pod with its effective (possibly relaxed) constraints for this solve."""
+
+    def __init__(self, pod: Pod, keys: Sequence[str]) -> None:
+        self.pod = pod
+        self.vec = _vec(pod.requests, keys)
+        self.preferred_node = sorted(pod.preferred_terms, key=lambda wt: -wt[0])
+        self.preferred_affinity = sorted(pod.preferred_affinity, key=lambda wt: wt[0])
+        self.preferred_anti = sorted(pod.preferred_anti_affinity, key=lambda wt: wt[0])
+        self.schedule_anyway = True  # ScheduleAnyway spread is honoured until relaxed away
+        self.tolerate_prefer = False
+        self.owned: list[TopologyGroup] = []
+        self.terms: tuple[Requirements, ...] = ()
+        self.relaxed = 0
+        self._build_terms()
+
+    def _build_terms(self) -> None:
+        base = self.pod.node_requirement_terms()
+        if self.preferred_node:
+            pref = self.preferred_node[0][1]
+            self.terms = tuple(t.intersect(pref) for t in base)
+        else:
+            self.terms = base
+
+    def relax(self) -> bool:
+        """Drop one preference, Karpenter's order; False when nothing is left to relax."""
+        self.relaxed += 1
+        if self.preferred_affinity:
+            self.preferred_affinity.pop(0)
+            return True
+        if self.preferred_anti:
+            self.preferred_anti.pop(0)
+            return True
+        if self.preferred_node:
+            self.preferred_node.pop(0)
+            self._build_terms()
+            return True
+        if self.schedule_anyway and any(s.when_unsatisfiable == "ScheduleAnyway" for s in self.pod.spread):
+            self.schedule_anyway = False
+            return True
+        if not self.tolerate_prefer:
+            self.tolerate_prefer = True
+            return True
+        return False
+
+
+class ExistingNode:
+    """A Node or in-flight NodeClaim with the room left on it."""
+
+    def __init__(self, spec: ExistingNodeSpec, free: Vec, ports: list[HostPort], pool: NodePool | None) -> None:
+        self.spec = spec
+        self.name = spec.name
+        self.labels = dict(spec.labels)
+        self.labels.setdefault(HOSTNAME_LABEL, spec.name)
+        taints = spec.taints
+        if not spec.initialized:
+            # Karpenter ignores taints that will disappear once the node finishes initialising
+            startup = set(pool.startup_taints) if pool else set()
+            taints = tuple(t for t in taints if t not in startup and t.key not in EPHEMERAL_TAINT_KEYS)
+        self.taints = taints
+        self.free = free
+        self.ports = ports
+        self.pods: list[Pod] = []
+
+    def can_add(self, ctx: PodContext, topo: Topology) -> str | None:
+        if not _fits(ctx.vec, self.free):
+            return "insufficient resources"
+        t = first_untolerated(self.taints, ctx.pod.tolerations, include_prefer=not ctx.tolerate_prefer)
+        if t is not None:
+            return f"taint {t} not tolerated"
+        if not any(term.matches(self.labels) for term in ctx.terms):
+            return "node affinity"
+        for hp in ctx.pod.host_ports:
+            if any(hp.conflicts(o) for o in self.ports):
+                return f"host port {hp.port}/{hp.protocol} in use"
+        for g in _constraints(ctx, topo):
+            d = self.labels.get(g.key)
+            if d is None or not g.allowed([d], self_match=g.selects(ctx.pod.namespace, ctx.pod.labels)):
+                return g.describe()
+        for g in topo.anti_groups:
+            if g.owners and g.selects(ctx.pod.namespace, ctx.pod.labels):
+                d = self.labels.get(g.key)
+                if d is not None and g.owners.get(d, 0) > 0:
+                    return g.describe()
+        return None
+
+    def add(self, ctx: PodContext, topo: Topology) -> None:
+        self.free = tuple(map(operator.sub, self.free, ctx.vec))
+        self.ports.extend(ctx.pod.host_ports)
+        self.pods.append(ctx.pod)
+        topo.record(ctx.pod, _constraints(ctx, topo), self.labels)
+
+
+def _constraints(ctx: PodContext, topo: Topology) -> list[TopologyGroup]:
+    """The topology groups this pod must satisfy right now (preferences that were relaxed are gone)."""
+    out = list(ctx.owned)
+    return out
+
+
+class NodeClaim:
+    """A node this solve would launch; its type stays open (narrowing) until finalize().
+
+    The compatible types are kept as an index array into the pool's options so that narrowing is a numpy mask,
+    not a Python loop over a thousand types for every pod.
+    """
+
+    def __init__(self, name: str, tpl: PoolTemplate, reqs: Requirements, idx: npt.NDArray[np.int64]) -> None:
+        self.name = name
+        self.tpl = tpl
+        self.reqs = reqs
+        self.idx = idx
+        self.used: Vec = tpl.ds_vec
+        self.pods: list[Pod] = []
+        self.ports: list[HostPort] = []
+        self.cap_max: Vec = tuple(int(x) for x in tpl.alloc_matrix[idx].max(axis=0))
+        self.chosen: TypeOption | None = None
+        self.offering: Offering | None = None
+        self.base_reqs = reqs
+
+    @property
+    def options(self) -> list[TypeOption]:
+        return [self.tpl.options[i] for i in self.idx.tolist()]
+
+    @property
+    def labels_for_topology(self) -> dict[str, str]:
+        out = self.reqs.pinned_labels()
+        out[HOSTNAME_LABEL] = self.name
+        return out
+
+    def can_add(self, ctx: PodContext, topo: Topology) -> tuple[Requirements, npt.NDArray[np.int64]] | str:
+        used = _add(self.used, ctx.vec)
+        if not _fits(used, self.cap_max):
+            return "insufficient resources"
+        tpl = self.tpl
+        if tpl.pool.taints and first_untolerated(
+            tpl.pool.taints, ctx.pod.tolerations, include_prefer=not ctx.tolerate_prefer
+        ):
+            return "taint"
+        for hp in ctx.pod.host_ports:
+            if any(hp.conflicts(o) for o in self.ports):
+                return f"host port {hp.port}/{hp.protocol} in use"
+        last = "node affinity"
+        for term in ctx.terms:
+            if term:
+                if self.reqs.conflict(term) is not None:
+                    continue
+                reqs = self.reqs.intersect(term)
+                if tpl.pool_key_failure(reqs) is not None:
+                    continue
+            else:
+                reqs = self.reqs
+            pinned = _topology_pins(ctx, topo, self.name, reqs, tpl)
+            if isinstance(pinned, str):
+                last = pinned
+                continue
+            reqs = pinned
+            idx = self.idx
+            if reqs is not self.reqs and reqs != self.reqs:
+                idx = idx[tpl.viable_mask(reqs)[idx]]
+            fit = idx[(tpl.alloc_matrix[idx] >= np.asarray(used, dtype=np.int64)).all(axis=1)]
+            if fit.size:
+                return reqs, fit
+            last = "insufficient resources"
+        return last
+
+    def add(self, ctx: PodContext, topo: Topology, reqs: Requirements, idx: npt.NDArray[np.int64]) -> None:
+        self.used = _add(self.used, ctx.vec)
+        self.reqs = reqs
+        if idx.size != self.idx.size:
+            self.idx = idx
+            self.cap_max = tuple(int(x) for x in self.tpl.alloc_matrix[idx].max(axis=0))
+        self.pods.append(ctx.pod)
+        self.ports.extend(ctx.pod.host_ports)
+        topo.record(ctx.pod, ctx.owned, self.labels_for_topology)
+
+    def finalize(self) -> None:
+        """Pick the cheapest fitting type and offering (spot first), and pin the claim to it."""
+        best: tuple[tuple[int, float, str], TypeOption, Offering] | None = None
+        for o in self.options:
+            off = o.offering_for(self.reqs)
+            if off is None or not _fits(self.used, o.alloc):
+                continue
+            k = (0 if off.capacity_type == CAPACITY_TYPE_SPOT else 1, off.price or 0.0, o.it.name)
+            if best is None or k < best[0]:
+                best = (k, o, off)
+        if best is None:
+            raise RuntimeError(f"nodeclaim {self.name} has no launchable offering")
+        _, o, off = best
+        self.fix(o, off)
+
+    def fix(self, o: TypeOption, off: Offering) -> None:
+        self.chosen, self.offering = o, off
+        self.base_reqs = self.reqs
+        pins = Requirements(
+            [
+                Requirement.new(ZONE_LABEL, "In", [off.zone]),
+                Requirement.new(CAPACITY_TYPE_LABEL, "In", [off.capacity_type]),
+                Requirement.new(INSTANCE_TYPE_LABEL, "In", [o.it.name]),
+            ]
+        )
+        self.reqs = self.reqs.intersect(pins)
+        self.idx = np.array([o.index], dtype=np.int64)
+        self.cap_max = o.alloc
+
+
+def _topology_pins(
+    ctx: PodContext, topo: Topology, hostname: str, reqs: Requirements, tpl: PoolTemplate
+) -> Requirements | str:
+    """Check the pod's topology groups against a NodeClaim and pin the claim's domains where needed."""
+    pod = ctx.pod
+    involved: list[TopologyGroup] = list(ctx.owned)
+    matched = topo.matching(pod)
+    keys = {g.key for g in involved} | {g.key for g in matched}
+    for g in topo.anti_groups:
+        if g.owners and g.selects(pod.namespace, pod.labels):
+            keys.add(g.key)
+    for key in sorted(keys):
+        if key == HOSTNAME_LABEL:
+            dom = [hostname]
+            for g in involved:
+                if g.key == key and not g.allowed(dom, self_match=g.selects(pod.namespace, pod.labels)):
+                    return g.describe()
+            for g in topo.anti_groups:
+                if g.key == key and g.owners.get(hostname, 0) and g.selects(pod.namespace, pod.labels):
+                    return g.describe()
+            continue
+        current = reqs.get(key)
+        universe = topo_universe(tpl, reqs, key)
+        cands = sorted(v for v in universe if current is None or current.has(v))
+        order: list[str] | None = None
+        for g in involved:
+            if g.key != key:
+                continue
+            allowed = g.allowed(cands, self_match=g.selects(pod.namespace, pod.labels))
+            if not allowed:
+                return g.describe()
+            if order is None:
+                order = allowed
+            keep = set(allowed)
+            cands = [c for c in cands if c in keep]
+            order = [c for c in order if c in keep]
+        for g in topo.anti_groups:
+            if g.key == key and g.owners and g.selects(pod.namespace, pod.labels):
+                cands = [c for c in cands if not g.owners.get(c, 0)]
+                if not cands:
+                    return g.describe()
+        if not cands:
+            return f"no {key} domain available"
+        pick = (order or cands)[0]
+        if current is None or current.single_value() != pick:
+            reqs = reqs.intersect(Requirements([Requirement.new(key, "In", [pick])]))
+            if not tpl.viable(reqs):
+                # the preferred domain has no offering for this pool: fall back to any other allowed one
+                for alt in (order or cands):
+                    r2 = reqs.intersect(Requirements([Requirement.new(key, "In", [alt])]))
+                    if tpl.viable(r2):
+                        reqs = r2
+                        break
+    return reqs
+
+
+def topo_universe(tpl: PoolTemplate, reqs: Requirements, key: str) -> frozenset[str]:
+    """Every value `key` can take on a node of this pool (zones and capacity types come from offerings)."""
+    ck = key
+    hit = tpl.universe.get(ck)
+    if hit is None:
+        vals: set[str] = set()
+        for o in tpl.options:
+            if key == ZONE_LABEL:
+                vals.update(x.zone for x in o.offerings)
+            elif key == CAPACITY_TYPE_LABEL:
+                vals.update(x.capacity_type for x in o.offerings)
+            elif key in o.labels:
+                vals.add(o.labels[key])
+        r = tpl.base.get(key)
+        if r is not None and not r.complement:
+            vals |= set(r.values)
+        hit = frozenset(vals)
+        tpl.universe[ck] = hit
+    return hit
+
+
+@dataclass
+class PlannedNodeClaim:
+    name: str
+    nodepool: str
+    instance_type: str
+    instance_type_options: list[str]
+    capacity_type: str
+    zone: str
+    price_per_hour: float
+    labels: dict[str, str]
+    taints: list[Taint]
+    startup_taints: list[Taint]
+    pods: list[Pod]
+    requests: Resources
+    allocatable: Resources
+
+
+@dataclass
+class ExistingPlacement:
+    name: str
+    kind: str
+    pods: list[Pod]
+    price_per_hour: float | None
+
+
+@dataclass
+class Results:
+    nodeclaims: list[PlannedNodeClaim] = field(default_factory=list)
+    existing: list[ExistingPlacement] = field(default_factory=list)
+    unschedulable: dict[str, list[tuple[str, str]]] = field(default_factory=dict)
+    pending: int = 0
+    solve_seconds: float = 0.0
+    lower_bound: float | None = None
+
+    @property
+    def cost_per_hour(self) -> float:
+        return round(sum(c.price_per_hour for c in self.nodeclaims), 6)
+
+    @property
+    def existing_cost_per_hour(self) -> float:
+        return round(sum(e.price_per_hour or 0.0 for e in self.existing), 6)
+
+    @property
+    def scheduled(self) -> int:
+        return self.pending - len(self.unschedulable)
+
+
+class Scheduler:
+    """Plans capacity for pending pods. Construct once; solve() is pure and may be called many times."""
+
+    def __init__(
+        self,
+        nodepools: Sequence[NodePool],
+        instance_types: Sequence[InstanceType],
+        existing_nodes: Sequence[ExistingNodeSpec] = (),
+        running_pods: Sequence[Pod] = (),
+        daemonsets: Sequence[DaemonSet] = (),
+    ) -> None:
+        # heavier pools first, then by name so that the plan never depends on input order
+        self.nodepools = sorted(nodepools, key=lambda p: (-p.weight, p.name))
+        self.instance_types = list(instance_types)
+        self.existing_nodes = list(existing_nodes)
+        self.running_pods = list(running_pods)
+        self.daemonsets = list(daemonsets)
+        tk: set[str] = {ZONE_LABEL, CAPACITY_TYPE_LABEL, INSTANCE_TYPE_LABEL}
+        for it in self.instance_types:
+            tk.update(it.labels)
+        tk.discard(NODEPOOL_LABEL)
+        tk.discard(HOSTNAME_LABEL)
+        self.type_keys = frozenset(tk)
+        self._tpl_cache: dict[tuple[str, ...], list[PoolTemplate]] = {}
+        self._price: dict[tuple[str, str, str], float] = {}
+        for it in self.instance_types:
+            for o in it.offerings:
+                if o.price is not None:
+                    self._price[(it.name, o.zone, o.capacity_type)] = o.price
+
+    def price_of(self, labels: Mapping[str, str]) -> float | None:
+        return self._price.get(
+            (labels.get(INSTANCE_TYPE_LABEL, ""), labels.get(ZONE_LABEL, ""), labels.get(CAPACITY_TYPE_LABEL, ""))
+        )
+
+    def templates(self, keys: tuple[str, ...]) -> list[PoolTemplate]:
+        hit = self._tpl_cache.get(keys)
+        if hit is None:
+            hit = [PoolTemplate(p, self.instance_types, self.daemonsets, keys, self.type_keys) for p in self.nodepools]
+            self._tpl_cache[keys] = hit
+        return hit
+
+    def solve(
+        self,
+        pods: Sequence[Pod],
+        *,
+        exclude_nodes: Collection[str] = (),
+        lower_bound: bool = False,
+        strategy: str = "cost",
+    ) -> Results:
+        """Plan for `pods`. exclude_nodes: existing nodes to pretend are gone (what-if for disruption).
+
+        strategy="greedy" sends every pod through Karpenter's pod-by-pod first-fit instead of the cost packer;
+        the benchmark uses it as the Karpenter-style baseline.
+        """
+        if strategy not in ("cost", "greedy"):
+            raise ValueError(f"unknown strategy {strategy!r}")
+        return _Solve(self, pods, frozenset(exclude_nodes), greedy=strategy == "greedy").run(lower_bound)
+
+
+class _Solve:
+    def __init__(self, s: Scheduler, pods: Sequence[Pod], exclude: frozenset[str], *, greedy: bool = False) -> None:
+        self.s = s
+        self.greedy = greedy
+        self.started = time.perf_counter()
+        keyset: set[str] = {CPU, MEMORY, PODS}
+        for p in pods:
+            keyset.update(p.requests)
+        for ds in s.daemonsets:
+            keyset.update(ds.pod.requests)
+        self.keys = tuple(sorted(keyset))
+        self.tpls = s.templates(self.keys)
+        self.pods = list(pods)
+        self.topo = Topology()
+        self.claims: list[NodeClaim] = []
+        self.claim_seq: dict[str, int] = {}
+        self.errors: dict[str, list[tuple[str, str]]] = {}
+        # pool usage toward limits: capacity of nodes and in-flight claims already belonging to the pool
+        self.limit_used: dict[str, dict[str, int]] = {p.name: {} for p in s.nodepools}
+        nodes = [n for n in s.existing_nodes if n.name not in exclude]
+        running_by_node: dict[str, list[Pod]] = {}
+        for p in s.running_pods:
+            if p.node_name and p.node_name not in exclude:
+                running_by_node.setdefault(p.node_name, []).append(p)
+        pools = {p.name: p for p in s.nodepools}
+        self.nodes: list[ExistingNode] = []
+        for spec in sorted(nodes, key=lambda n: (0 if n.kind == "Node" else 1, n.name)):
+            used = Resources()
+            ports: list[HostPort] = []
+            for p in running_by_node.get(spec.name, ()):
+                used = used + p.requests
+                ports.extend(p.host_ports)
+            free = tuple(a - u for a, u in zip(_vec(spec.allocatable, self.keys), _vec(used, self.keys), strict=True))
+            pool = pools.get(spec.nodepool or "")
+            self.nodes.append(ExistingNode(spec, free, ports, pool))
+            if pool is not None:
+                lu = self.limit_used[pool.name]
+                for k, v in (spec.capacity or spec.allocatable).items():
+                    lu[k] = lu.get(k, 0) + v
+                lu["nodes"] = lu.get("nodes", 0) + 1000
+        self.node_by_name = {n.name: n for n in self.nodes}
+        self._setup_topology(running_by_node)
+
+    # ----------------------------------------------------------------- topology
+    def _setup_topology(self, running_by_node: Mapping[str, list[Pod]]) -> None:
+        self.ctxs = [PodContext(p, self.keys) for p in self.pods]
+        for ctx in self.ctxs:
+            self._register(ctx)
+        for node_name, pods in running_by_node.items():
+            node = self.node_by_name.get(node_name)
+            if node is None:
+                continue
+            for p in pods:
+                owned = [
+                    self.topo.group(ANTI, t.topology_key, t.selector, t.namespaces or frozenset({p.namespace}))
+                    for t in p.anti_affinity
+                ]
+                self.topo.record(p, owned, node.labels)
+
+    def _register(self, ctx: PodContext) -> None:
+        p = ctx.pod
+        own_ns = frozenset({p.namespace})
+        groups: list[TopologyGroup] = []
+        for sc in p.spread:
+            if sc.when_unsatisfiable == "ScheduleAnyway" and not ctx.schedule_anyway:
+                continue
+            domains: frozenset[str] = frozenset()
+            if sc.topology_key != HOSTNAME_LABEL:
+                vals: set[str] = set()
+                for tpl in self.tpls:
+                    for v in topo_universe(tpl, tpl.base, sc.topology_key):
+                        if any(t.get(sc.topology_key) is None or t[sc.topology_key].has(v) for t in ctx.terms):
+                            vals.add(v)
+                for n in self.nodes:
+                    nv = n.labels.get(sc.topology_key)
+                    if nv is not None:
+                        vals.add(nv)
+                domains = frozenset(vals)
+            groups.append(
+                self.topo.group(SPREAD, sc.topology_key, sc.selector, own_ns, sc.max_skew, sc.min_domains, domains)
+            )
+        for t in p.affinity:
+            groups.append(self.topo.group(AFFINITY, t.topology_key, t.selector, t.namespaces or own_ns))
+        for t in p.anti_affinity:
+            groups.append(self.topo.group(ANTI, t.topology_key, t.selector, t.namespaces or own_ns))
+        for _, t in ctx.preferred_affinity:
+            groups.append(self.topo.group(AFFINITY, t.topology_key, t.selector, t.namespaces or own_ns))
+        for _, t in ctx.preferred_anti:
+            groups.append(self.topo.group(ANTI, t.topology_key, t.selector, t.namespaces or own_ns, symmetric=False))
+        ctx.owned = groups
+
+    def _is_constrained(self, ctx: PodContext) -> bool:
+        if ctx.owned or ctx.pod.host_ports:
+            return True
+        if self.topo.matching(ctx.pod):
+            return True
+        return any(g.owners and g.selects(ctx.pod.namespace, ctx.pod.labels) for g in self.topo.anti_groups)
+
+    # ----------------------------------------------------------------- limits
+    def _limit_ok(self, tpl: PoolTemplate, cap: Resources, extra_nodes: int = 1) -> bool:
+        limits = tpl.pool.limits
+        if not limits:
+            return True
+        used = self.limit_used[tpl.name]
+        for k, lim in limits.items():
+            add = extra_nodes * 1000 if k == "nodes" else cap.get(k, 0)
+            if used.get(k, 0) + add > lim:
+                return False
+        return True
+
+    def _reserve(self, tpl: PoolTemplate, cap: Mapping[str, int], sign: int = 1) -> None:
+        if not tpl.pool.limits:
+            return
+        used = self.limit_used[tpl.name]
+        for k in tpl.pool.limits:
+            add = 1000 if k == "nodes" else cap.get(k, 0)
+            used[k] = used.get(k, 0) + sign * add
+
+    def _limit_mask(self, tpl: PoolTemplate) -> npt.NDArray[np.bool_]:
+        """Options whose capacity still fits under the pool's limits."""
+        limits = tpl.pool.limits
+        if not limits:
+            return np.ones(len(tpl.options), dtype=bool)
+        used = self.limit_used[tpl.name]
+        lkeys = sorted(limits)
+        room = np.array([limits[k] - used.get(k, 0) for k in lkeys], dtype=np.int64)
+        caps = np.array(
+            [[1000 if k == "nodes" else o.it.capacity.get(k, 0) for k in lkeys] for o in tpl.options], dtype=np.int64
+        ).reshape(len(tpl.options), len(lkeys))
+        return np.asarray((caps <= room).all(axis=1))
+
+    @staticmethod
+    def _max_capacity(claim: NodeClaim) -> dict[str, int]:
+        out: dict[str, int] = {}
+        if not claim.tpl.pool.limits:
+            return out
+        for o in claim.options:
+            for k, v in o.it.capacity.items():
+                if v > out.get(k, 0):
+                    out[k] = v
+        return out
+
+    # ----------------------------------------------------------------- placement
+    def _try_existing(self, ctx: PodContext) -> bool:
+        for node in self.nodes:
+            if node.can_add(ctx, self.topo) is None:
+                node.add(ctx, self.topo)
+                return True
+        return False
+
+    def _try_claims(self, ctx: PodContext) -> bool:
+        for claim in self.claims:
+            res = claim.can_add(ctx, self.topo)
+            if isinstance(res, str):
+                continue
+            limited = claim.chosen is None and bool(claim.tpl.pool.limits)
+            old = self._max_capacity(claim) if limited else None
+            claim.add(ctx, self.topo, *res)
+            if old is not None:
+                self._reserve(claim.tpl, old, -1)
+                self._reserve(claim.tpl, self._max_capacity(claim))
+            return True
+        return False
+
+    def _new_claim_name(self, pool: str) -> str:
+        n = self.claim_seq.get(pool, 0) + 1
+        self.claim_seq[pool] = n
+        return f"{pool}-{n}"
+
+    def _open_claim(self, ctx: PodContext) -> bool:
+        for tpl in self.tpls:
+            if first_untolerated(tpl.pool.taints, ctx.pod.tolerations, include_prefer=not ctx.tolerate_prefer):
+                continue
+            if not tpl.options:
+                continue
+            used = np.asarray(_add(tpl.ds_vec, ctx.vec), dtype=np.int64)
+            mask = (tpl.alloc_matrix >= used).all(axis=1)
+            if tpl.pool.limits:
+                mask &= self._limit_mask(tpl)
+            idx = np.flatnonzero(mask).astype(np.int64)
+            if not idx.size:
+                continue
+            name = self._new_claim_name(tpl.name)
+            claim = NodeClaim(name, tpl, tpl.base, idx)
+            res = claim.can_add(ctx, self.topo)
+            if isinstance(res, str):
+                self.claim_seq[tpl.name] -= 1
+                continue
+            claim.add(ctx, self.topo, *res)
+            self._reserve(tpl, self._max_capacity(claim))
+            self.claims.append(claim)
+            return True
+        return False
+
+    def _schedule_constrained(self, ctx: PodContext) -> bool:
+        while True:
+            if self._try_existing(ctx) or self._try_claims(ctx) or self._open_claim(ctx):
+                return True
+            if not ctx.relax():
+                return False
+            self._register(ctx)
+
+    # ----------------------------------------------------------------- bulk packing
+    def _choose_pool(
+        self, ctx: PodContext, excluded: Collection[str], cache: dict[tuple[object, ...], object]
+    ) -> tuple[PoolTemplate, Requirements] | None:
+        """The heaviest pool that accepts the pod and has an option it fits in (within limits)."""
+        sig = (ctx.pod.tolerations, ctx.terms, ctx.tolerate_prefer, frozenset(excluded))
+        cands = cache.get(sig)
+        if cands is None:
+            found: list[tuple[PoolTemplate, Requirements]] = []
+            for tpl in self.tpls:
+                if tpl.name in excluded or not tpl.options:
+                    continue
+                if first_untolerated(tpl.pool.taints, ctx.pod.tolerations, include_prefer=not ctx.tolerate_prefer):
+                    continue
+                for term in ctx.terms:
+                    if tpl.base.conflict(term) is not None:
+                        continue
+                    reqs = tpl.base.intersect(term)
+                    if tpl.pool_key_failure(reqs) is not None:
+                        continue
+                    found.append((tpl, reqs))
+            cache[sig] = cands = found
+        assert isinstance(cands, list)
+        vec = np.asarray(_add(ctx.vec, (0,) * len(ctx.vec)), dtype=np.int64)
+        for tpl, reqs in cands:
+            mk = ("matrix", tpl.name, reqs)
+            m = cache.get(mk)
+            if m is None:
+                mask = tpl.viable_mask(reqs)
+                if tpl.pool.limits:
+                    mask = mask & self._limit_mask(tpl)
+                m = tpl.alloc_matrix[mask]
+                # only the size frontier matters for "does it fit anywhere"
+                m = m[_undominated(m, [0.0] * len(m))] if len(m) else m
+                cache[mk] = m
+            assert isinstance(m, np.ndarray)
+            if m.size and bool((m >= vec).all(axis=1).any()):
+                return tpl, reqs
+        return None
+
+    def _try_slack(self, ctx: PodContext) -> bool:
+        for claim in self.claims:
+            if not _fits(_add(claim.used, ctx.vec), claim.cap_max):
+                continue
+            res = claim.can_add(ctx, self.topo)
+            if not isinstance(res, str):
+                claim.add(ctx, self.topo, *res)
+                return True
+        return False
+
+    def _bulk(self, ctxs: list[PodContext]) -> list[PodContext]:
+        """Pack simple pods into new claims per (pool, requirements); returns the pods left over."""
+        excluded: dict[int, set[str]] = {}
+        todo = ctxs
+        failed: list[PodContext] = []
+        for _round in range(len(self.tpls) + 2):
+            if not todo:
+                break
+            groups: dict[tuple[str, Requirements, tuple[str, ...]], list[PodContext]] = {}
+            tpl_of: dict[str, PoolTemplate] = {}
+            cache: dict[tuple[object, ...], object] = {}
+            for ctx in todo:
+                while True:
+                    choice = self._choose_pool(ctx, excluded.get(id(ctx), ()), cache)
+                    if choice is not None or not ctx.relax():
+                        break
+                if choice is None:
+                    failed.append(ctx)
+                    continue
+                tpl, reqs = choice
+                tpl_of[tpl.name] = tpl
+                ext = tuple(k for k in ctx.pod.requests if k not in (CPU, MEMORY, PODS))
+                groups.setdefault((tpl.name, reqs, ext), []).append(ctx)
+            todo = []
+            for (pname, reqs, _ext), members in groups.items():
+                tpl = tpl_of[pname]
+                todo.extend(self._pack_group(tpl, reqs, members, excluded))
+        return failed + todo
+
+    def _pack_group(
+        self, tpl: PoolTemplate, reqs: Requirements, members: list[PodContext], excluded: dict[int, set[str]]
+    ) -> list[PodContext]:
+        opts: list[tuple[TypeOption, Offering]] = []
+        for o in tpl.viable(reqs):
+            off = o.offering_for(reqs)
+            if off is not None:
+                opts.append((o, off))
+        # o.alloc is already net of the pool's DaemonSet overhead
+        allocs = np.array([list(o.alloc) for o, _ in opts], dtype=np.int64).reshape(len(opts), len(self.keys))
+        if tpl.pool.limits:
+            lm = self._limit_mask(tpl)
+            keep = [j for j, (o, _) in enumerate(opts) if lm[o.index]]
+            opts = [opts[j] for j in keep]
+            allocs = allocs[keep]
+        if opts:
+            keep_idx = _undominated(allocs, [off.price or 0.0 for _, off in opts])
+            opts = [opts[j] for j in keep_idx]
+            allocs = allocs[keep_idx]
+        prices = [off.price or 0.0 for _, off in opts]
+        podm = np.array([list(c.vec) for c in members], dtype=np.int64).reshape(len(members), len(self.keys))
+        fits_any = [False] * len(members)
+        if opts:
+            fit_matrix = np.asarray((podm[:, None, :] <= allocs[None, :, :]).all(axis=2))
+            fits_any = [bool(x) for x in np.asarray(fit_matrix.any(axis=1)).tolist()]
+        left: list[PodContext] = [c for c, ok in zip(members, fits_any, strict=True) if not ok]
+        for c in left:
+            excluded.setdefault(id(c), set()).add(tpl.name)
+        idx = [i for i, ok in enumerate(fits_any) if ok]
+        if not idx:
+            return left
+        bins = pack(podm[idx], allocs, prices)
+        for b in bins:
+            o, off = opts[b.option]
+            bin_ctxs = [members[idx[i]] for i in b.pods]
+            if not self._limit_ok(tpl, o.it.capacity):
+                total = podm[[idx[i] for i in b.pods]].sum(axis=0)
+                alt = None
+                for j, (o2, off2) in enumerate(opts):
+                    if (allocs[j] >= total).all() and self._limit_ok(tpl, o2.it.capacity):
+                        if alt is None or (off2.price or 0.0) < (alt[1].price or 0.0):
+                            alt = (o2, off2)
+                if alt is None:
+                    for c in bin_ctxs:
+                        excluded.setdefault(id(c), set()).add(tpl.name)
+                    left.extend(bin_ctxs)
+                    continue
+                o, off = alt
+            claim = NodeClaim(self._new_claim_name(tpl.name), tpl, reqs, np.array([o.index], dtype=np.int64))
+            for c in bin_ctxs:
+                claim.used = _add(claim.used, c.vec)
+                claim.pods.append(c.pod)
+            claim.fix(o, off)
+            self._reserve(tpl, o.it.capacity)
+            self.claims.append(claim)
+        return left
+
+    # ----------------------------------------------------------------- main
+    def run(self, lower_bound: bool) -> Results:
+        order = sorted(
+            self.ctxs,
+            key=lambda c: (-c.pod.requests.get(CPU, 0), -c.pod.requests.get(MEMORY, 0), c.pod.namespace, c.pod.name),
+        )
+        simple: list[PodContext] = []
+        failed: list[PodContext] = []
+        for ctx in order:
+            if self.greedy or self._is_constrained(ctx):
+                if not self._schedule_constrained(ctx):
+                    failed.append(ctx)
+            elif not (self.nodes and self._try_existing(ctx)):
+                simple.append(ctx)
+        for claim in self.claims:
+            old = self._max_capacity(claim)
+            claim.finalize()
+            self._reserve(claim.tpl, old, -1)
+            assert claim.chosen is not None
+            self._reserve(claim.tpl, claim.chosen.it.capacity)
+        rest: list[PodContext] = []
+        if self.claims:
+            for ctx in simple:
+                if not self._try_slack(ctx):
+                    rest.append(ctx)
+        else:
+            rest = simple
+        failed.extend(self._bulk(rest))
+        for ctx in failed:
+            self.errors[ctx.pod.key] = self._explain(ctx)
+        return self._results(lower_bound)
+
+    def _results(self, lower_bound: bool) -> Results:
+        res = Results(pending=len(self.pods), unschedulable=self.errors)
+        alt_tables: dict[tuple[str, Requirements], tuple[npt.NDArray[np.int64], list[str]]] = {}
+        for claim in self.claims:
+            assert claim.chosen is not None and claim.offering is not None
+            o, off = claim.chosen, claim.offering
+            labels: dict[str, str] = dict(claim.tpl.pool.labels)
+            labels.update(o.it.labels)
+            labels.update(claim.reqs.pinned_labels())
+            labels.update(
+                {
+                    NODEPOOL_LABEL: claim.tpl.name,
+                    INSTANCE_TYPE_LABEL: o.it.name,
+                    ZONE_LABEL: off.zone,
+                    CAPACITY_TYPE_LABEL: off.capacity_type,
+                }
+            )
+            labels.pop(HOSTNAME_LABEL, None)
+            ak = (claim.tpl.name, claim.base_reqs)
+            table = alt_tables.get(ak)
+            if table is None:
+                ranked: list[tuple[int, float, str, int]] = []
+                for alt in claim.tpl.viable(claim.base_reqs):
+                    aoff = alt.offering_for(claim.base_reqs)
+                    if aoff is not None:
+                        spot = 0 if aoff.capacity_type == CAPACITY_TYPE_SPOT else 1
+                        ranked.append((spot, aoff.price or 0.0, alt.it.name, alt.index))
+                ranked.sort()
+                order = np.array([r[3] for r in ranked], dtype=np.int64)
+                table = (order, [r[2] for r in ranked])
+                alt_tables[ak] = table
+            order, tnames = table
+            fit = (claim.tpl.alloc_matrix[order] >= np.asarray(claim.used, dtype=np.int64)).all(axis=1)
+            names = [o.it.name]
+            for j in np.flatnonzero(fit).tolist():
+                if len(names) >= MAX_OPTIONS:
+                    break
+                if tnames[j] != o.it.name:
+                    names.append(tnames[j])
+            used = Resources(dict(zip(self.keys, claim.used, strict=True)))
+            res.nodeclaims.append(
+                PlannedNodeClaim(
+                    name=claim.name,
+                    nodepool=claim.tpl.name,
+                    instance_type=o.it.name,
+                    instance_type_options=names[:MAX_OPTIONS],
+                    capacity_type=off.capacity_type,
+                    zone=off.zone,
+                    price_per_hour=float(off.price or 0.0),
+                    labels=dict(sorted(labels.items())),
+                    taints=list(claim.tpl.pool.taints),
+                    startup_taints=list(claim.tpl.pool.startup_taints),
+                    pods=list(claim.pods),
+                    requests=used,
+                    allocatable=o.it.allocatable,
+                )
+            )
+        for node in self.nodes:
+            res.existing.append(
+                ExistingPlacement(node.name, node.spec.kind, list(node.pods), self.s.price_of(node.labels))
+            )
+        res.solve_seconds = time.perf_counter() - self.started
+        if lower_bound:
+            from packing.bound import lower_bound as lb
+
+            res.lower_bound = lb(self.s, res, self.pods)
+            res.solve_seconds = time.perf_counter() - self.started
+        return res
+
+    # ----------------------------------------------------------------- reasons
+    def _explain(self, ctx: PodContext) -> list[tuple[str, str]]:
+        from packing.scheduling.reasons import explain
+
+        reasons: list[tuple[str, str]] = explain(self, ctx)
+        return reasons

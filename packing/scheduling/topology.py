@@ -1,0 +1,120 @@
+"""Topology groups: spread constraints and pod (anti-)affinity, counted per domain (hostname, zone, ...).
+
+Structured like Karpenter's scheduling/topology.go: every distinct constraint becomes one group shared by
+all pods that carry it; each placement increments the counts of every group whose selector matches the pod.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+
+from packing.pods import HOSTNAME, LabelSelector, Pod
+
+SPREAD = "spread"
+AFFINITY = "affinity"
+ANTI = "anti-affinity"
+
+
+@dataclass(eq=False)
+class TopologyGroup:
+    kind: str
+    key: str
+    selector: LabelSelector
+    namespaces: frozenset[str]
+    max_skew: int = 1
+    min_domains: int = 1
+    # every domain value the group may use (zone spread needs to know the empty zones too)
+    domains: frozenset[str] = frozenset()
+    counts: dict[str, int] = field(default_factory=dict)
+    # for anti-affinity: where the owners of the constraint run, so that matching pods keep away from them
+    owners: dict[str, int] = field(default_factory=dict)
+    # required anti-affinity is symmetric (matching pods must keep away from the owner too); preferred is not
+    symmetric: bool = True
+
+    def selects(self, namespace: str, labels: Mapping[str, str]) -> bool:
+        return namespace in self.namespaces and self.selector.matches(labels)
+
+    def total(self) -> int:
+        return sum(self.counts.values())
+
+    def describe(self) -> str:
+        if self.kind == SPREAD:
+            return f"topology spread on {self.key} would exceed maxSkew {self.max_skew}"
+        if self.kind == AFFINITY:
+            return f"pod affinity on {self.key} ({self.selector}) matches no pod in a reachable domain"
+        return f"pod anti-affinity on {self.key} ({self.selector}) conflicts with a running or planned pod"
+
+    def allowed(self, candidates: Iterable[str], *, self_match: bool) -> list[str]:
+        """The candidate domain values this group lets its owner pod use, best first."""
+        counts = self.counts
+        if self.kind == SPREAD:
+            if self.key == HOSTNAME:
+                # every new node is a new, empty hostname domain, so the global minimum is always 0
+                return sorted(d for d in candidates if counts.get(d, 0) + 1 <= self.max_skew)
+            doms = self.domains
+            if doms:
+                floor = min(counts.get(d, 0) for d in doms)
+                if len(doms) < self.min_domains:
+                    floor = 0
+            else:
+                floor = 0
+            ok = [d for d in candidates if (not doms or d in doms) and counts.get(d, 0) + 1 - floor <= self.max_skew]
+            ok.sort(key=lambda d: (counts.get(d, 0), d))
+            return ok
+        if self.kind == AFFINITY:
+            if self.total() == 0 and self_match:
+                # nothing to be near yet: the first pod of a self-affine set may go anywhere
+                return sorted(candidates)
+            return sorted((d for d in candidates if counts.get(d, 0) > 0), key=lambda d: (-counts[d], d))
+        return sorted(d for d in candidates if counts.get(d, 0) == 0)
+
+
+class Topology:
+    """All topology groups of one solve, with the per-domain pod counts."""
+
+    def __init__(self) -> None:
+        self.groups: dict[tuple[object, ...], TopologyGroup] = {}
+        self._match_cache: dict[tuple[str, frozenset[tuple[str, str]]], list[TopologyGroup]] = {}
+        self.anti_groups: list[TopologyGroup] = []
+
+    def group(
+        self,
+        kind: str,
+        key: str,
+        selector: LabelSelector,
+        namespaces: frozenset[str],
+        max_skew: int = 1,
+        min_domains: int = 1,
+        domains: frozenset[str] = frozenset(),
+        symmetric: bool = True,
+    ) -> TopologyGroup:
+        ident = (kind, key, selector, namespaces, max_skew, min_domains, domains, symmetric)
+        g = self.groups.get(ident)
+        if g is None:
+            g = TopologyGroup(kind, key, selector, namespaces, max_skew, min_domains, domains, symmetric=symmetric)
+            self.groups[ident] = g
+            self._match_cache.clear()
+            if kind == ANTI and symmetric:
+                self.anti_groups.append(g)
+        return g
+
+    def matching(self, pod: Pod) -> list[TopologyGroup]:
+        """Groups whose selector selects this pod (their counts move when it is placed)."""
+        ck = (pod.namespace, frozenset(pod.labels.items()))
+        hit = self._match_cache.get(ck)
+        if hit is None:
+            hit = [g for g in self.groups.values() if g.selects(pod.namespace, pod.labels)]
+            self._match_cache[ck] = hit
+        return hit
+
+    def record(self, pod: Pod, owned: Iterable[TopologyGroup], domain_of: Mapping[str, str]) -> None:
+        for g in self.matching(pod):
+            d = domain_of.get(g.key)
+            if d is not None:
+                g.counts[d] = g.counts.get(d, 0) + 1
+        for g in owned:
+            if g.kind == ANTI and g.symmetric:
+                d = domain_of.get(g.key)
+                if d is not None:
+                    g.owners[d] = g.owners.get(d, 0) + 1
