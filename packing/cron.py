@@ -29,7 +29,7 @@ _FIELDS: tuple[tuple[str, int, int, dict[str, int]], ...] = (  # name, low, high
     ("hour", 0, 23, {}),
     ("day of month", 1, 31, {}),
     ("month", 1, 12, _MONTHS),
-    ("day of week", 0, 7, _DAYS),
+    ("day of week", 0, 6, _DAYS),   # robfig/cron refuses 7
 )
 # Searching minute by minute is fine for schedules that fire at least yearly; bound it so a
 # schedule that can never fire (e.g. "0 0 31 2 *") ends the search instead of looping forever.
@@ -91,15 +91,14 @@ class CronSchedule:
     def parse(cls, text: str) -> CronSchedule:
         if not isinstance(text, str) or not text.strip():
             raise CronError("schedule is empty")
-        spec = MACROS.get(text.strip().lower(), text.strip())
+        spec = MACROS.get(text.strip(), text.strip())  # macros are case-sensitive in robfig/cron
         if spec.startswith("@"):
             raise CronError(f"unknown macro {text!r}; use one of {', '.join(sorted(MACROS))}")
         parts = spec.split()
         if len(parts) != 5:
             raise CronError(f"schedule {text!r} must have 5 fields (minute hour day-of-month month day-of-week), got {len(parts)}")
         parsed = [_parse_field(p, name, lo, hi, names) for p, (name, lo, hi, names) in zip(parts, _FIELDS)]
-        weekdays = frozenset(d % 7 for d in parsed[4])  # 7 is Sunday too
-        return cls(parsed[0], parsed[1], parsed[2], parsed[3], weekdays,
+        return cls(parsed[0], parsed[1], parsed[2], parsed[3], parsed[4],
                    day_restricted=not parts[2].startswith(("*", "?")),
                    weekday_restricted=not parts[4].startswith(("*", "?")),
                    text=text)

@@ -136,6 +136,25 @@ def _get(doc: Mapping[str, Any], path: tuple[str, ...]) -> tuple[bool, Any, str 
 
 # --- export -----------------------------------------------------------------------------------------
 
+# Key order of list items in an export, as Karpenter's documentation writes them. PostgreSQL's jsonb
+# does not keep key order, so without this an export would read differently per database.
+_ITEM_KEY_ORDER: dict[str, tuple[str, ...]] = {
+    "requirements": ("key", "operator", "values", "minValues"),
+    "taints": ("key", "value", "effect", "timeAdded"),
+    "startup_taints": ("key", "value", "effect", "timeAdded"),
+    "budgets": ("nodes", "schedule", "duration", "reasons"),
+    "block_device_mappings": ("deviceName", "rootVolume", "ebs"),
+}
+
+
+def _ordered(field: str, value: Any) -> Any:
+    order = _ITEM_KEY_ORDER.get(field)
+    if order is None or not isinstance(value, list):
+        return value
+    return [{**{k: item[k] for k in order if k in item}, **{k: v for k, v in item.items() if k not in order}}
+            if isinstance(item, Mapping) else item for item in value]
+
+
 def nodepool_to_manifest(values: Mapping[str, Any]) -> dict[str, Any]:
     doc: dict[str, Any] = {"apiVersion": NODEPOOL_API_VERSION, "kind": NODEPOOL_KIND, "metadata": {}, "spec": {}}
     for field, path in NODEPOOL_PATHS.items():
@@ -145,11 +164,11 @@ def nodepool_to_manifest(values: Mapping[str, Any]) -> dict[str, Any]:
             continue
         # requirements is required by the CRD (may be empty); budgets: [] differs from no budgets.
         if field in ("name", "requirements", "budgets"):
-            _put(doc, path, [] if value is None and field != "name" else value)
+            _put(doc, path, [] if value is None and field != "name" else _ordered(field, value))
             continue
         if value is None or value == "" or value == [] or value == {}:
             continue
-        _put(doc, path, value)
+        _put(doc, path, _ordered(field, value))
     return doc
 
 
@@ -162,7 +181,7 @@ def nodeclass_to_manifest(values: Mapping[str, Any]) -> dict[str, Any]:
             continue
         if value is None or value == "" or value == [] or value == {}:
             continue
-        _put(doc, path, value)
+        _put(doc, path, _ordered(field, value))
     return doc
 
 
