@@ -306,6 +306,12 @@ class NodeClassForm(forms.Form):
     http_put_response_hop_limit = forms.IntegerField(required=False, label="httpPutResponseHopLimit")
     http_tokens = forms.ChoiceField(required=False, choices=[("", "(default: required)"), ("required", "required"), ("optional", "optional")])
     user_data = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 4, "class": "mono"}))
+    instance_store_policy = forms.ChoiceField(required=False, choices=[("", "(none)"), ("RAID0", "RAID0")],
+                                              help_text="RAID0: use the local NVMe instance store for ephemeral storage.")
+    detailed_monitoring = forms.NullBooleanField(required=False, widget=forms.Select(
+        choices=[("unknown", "(default: off)"), ("true", "on"), ("false", "off")]))
+    associate_public_ip_address = forms.NullBooleanField(required=False, label="Associate public IP address", widget=forms.Select(
+        choices=[("unknown", "(subnet default)"), ("true", "yes"), ("false", "no")]))
     revision = forms.IntegerField(required=False, widget=forms.HiddenInput)
 
     KUBELET = {"kubelet_max_pods": "maxPods", "kubelet_pods_per_core": "podsPerCore",
@@ -337,7 +343,8 @@ class NodeClassForm(forms.Form):
         data = self.cleaned_data
         values = {k: data[k] for k in ("name", "ami_family", "ami_selector_terms", "subnet_selector_terms",
                                        "security_group_selector_terms", "role", "instance_profile", "tags",
-                                       "block_device_mappings", "user_data")}
+                                       "block_device_mappings", "user_data", "instance_store_policy",
+                                       "detailed_monitoring", "associate_public_ip_address")}
         if self.instance is not None:
             values["name"] = self.instance.name
             # Keep kubelet settings the form does not show (evictionSoft, clusterDNS…) as they were.

@@ -64,6 +64,9 @@ NODECLASS_PATHS: dict[str, tuple[str, ...]] = {
     "kubelet": ("spec", "kubelet"),
     "metadata_options": ("spec", "metadataOptions"),
     "user_data": ("spec", "userData"),
+    "instance_store_policy": ("spec", "instanceStorePolicy"),
+    "detailed_monitoring": ("spec", "detailedMonitoring"),
+    "associate_public_ip_address": ("spec", "associatePublicIPAddress"),
 }
 # Karpenter's CRD defaults, applied on import when a field is absent (as the API server would).
 # Fields not listed here have no CRD default; the value is the model's "not set".
@@ -77,11 +80,13 @@ NODECLASS_DEFAULTS: dict[str, Any] = {
     "ami_family": "", "ami_selector_terms": [], "subnet_selector_terms": [],
     "security_group_selector_terms": [], "role": "", "instance_profile": "", "tags": {},
     "block_device_mappings": [], "kubelet": {}, "metadata_options": {}, "user_data": "",
+    "instance_store_policy": "", "detailed_monitoring": None, "associate_public_ip_address": None,
 }
 BUDGET_NODES_DEFAULT = "10%"
 # Model fields held in CharFields: the manifest must give a string (Django would turn 123 into "123").
 _STRING_FIELDS = {"name", "node_class_name", "expire_after", "termination_grace_period", "consolidation_policy",
-                  "consolidate_after", "ami_family", "role", "instance_profile", "user_data"}
+                  "consolidate_after", "ami_family", "role", "instance_profile", "user_data",
+                  "instance_store_policy"}
 # Fields whose absence the API server refuses (the CRD's "required" lists).
 _REQUIRED = {
     NODEPOOL_KIND: {("spec",): "spec is required", ("spec", "template"): "template is required",
@@ -103,8 +108,7 @@ _KNOWN_ELSEWHERE: dict[str, dict[str, str]] = {
         "spec.template.spec.resources": "resources cannot be set in a NodePool template",
     },
     NODECLASS_KIND: {f"spec.{name}": _NOT_SUPPORTED for name in (
-        "instanceStorePolicy", "detailedMonitoring", "associatePublicIPAddress", "context",
-        "capacityReservationSelectorTerms", "ipPrefixCount")},
+        "context", "capacityReservationSelectorTerms", "ipPrefixCount")},
 }
 
 

@@ -84,6 +84,10 @@ class EC2NodeClass(models.Model):
     kubelet = models.JSONField(default=dict, blank=True)
     metadata_options = models.JSONField(default=dict, blank=True)
     user_data = models.TextField(blank=True, default="")
+    instance_store_policy = models.CharField(max_length=16, blank=True, default="")  # "" or RAID0
+    # None means "not set": Karpenter then uses the subnet's / AWS's default.
+    detailed_monitoring = models.BooleanField(null=True, blank=True)
+    associate_public_ip_address = models.BooleanField(null=True, blank=True)
     created_at = models.DateTimeField(default=timezone.now, editable=False)
     updated_at = models.DateTimeField(default=timezone.now, editable=False)
     revision = models.PositiveIntegerField(default=1, editable=False)

@@ -644,6 +644,11 @@ def check_nodeclass(data: Mapping[str, Any]) -> list[FieldIssue]:
     user_data = data.get("user_data")
     if user_data is not None and not isinstance(user_data, str):
         found.append(FieldIssue("user_data", "", "must be a string"))
+    if (data.get("instance_store_policy") or "") not in ("", "RAID0"):
+        found.append(FieldIssue("instance_store_policy", "", f"{data.get('instance_store_policy')!r} is not RAID0"))
+    for flag in ("detailed_monitoring", "associate_public_ip_address"):
+        if data.get(flag) is not None and not isinstance(data.get(flag), bool):
+            found.append(FieldIssue(flag, "", "must be true or false"))
     return found
 
 

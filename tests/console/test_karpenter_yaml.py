@@ -375,6 +375,7 @@ DOC_NODECLASS_VALUES: dict[str, Any] = {
     "metadata_options": {"httpEndpoint": "enabled", "httpProtocolIPv6": "disabled",
                          "httpPutResponseHopLimit": 1, "httpTokens": "required"},
     "user_data": 'echo "Hello world"\n',
+    "instance_store_policy": "", "detailed_monitoring": None, "associate_public_ip_address": None,
 }
 
 NODEPOOL_FIELDS = list(manifests.NODEPOOL_PATHS)
@@ -449,17 +450,21 @@ def test_documented_examples_import_together_as_one_stream(importer: User) -> No
     assert sorted(result.created) == ["EC2NodeClass/default", "NodePool/default"]
 
 
-@pytest.mark.xfail(strict=True, reason="EC2NodeClass has no columns for instanceStorePolicy, detailedMonitoring "
-                                       "and associatePublicIPAddress yet; the import refuses them by name")
-def test_documented_nodeclass_verbatim_with_unsupported_switches(importer: User) -> None:
+def test_documented_nodeclass_verbatim_imports_and_round_trips(importer: User) -> None:
     assert problems(run_import(importer, DOC_NODECLASS_VERBATIM)) == []
+    nodeclass = EC2NodeClass.objects.get(name="default")
+    assert (nodeclass.instance_store_policy, nodeclass.detailed_monitoring, nodeclass.associate_public_ip_address) == (
+        "RAID0", True, True)
+    (doc,) = yaml.safe_load_all(services.karpenter_export([nodeclass]))
+    assert (doc["spec"]["instanceStorePolicy"], doc["spec"]["detailedMonitoring"],
+            doc["spec"]["associatePublicIPAddress"]) == ("RAID0", True, True)
 
 
-def test_unsupported_nodeclass_switches_are_refused_by_name(importer: User) -> None:
-    result = run_import(importer, DOC_NODECLASS_VERBATIM)
-    assert [(d, p) for d, p, _ in problems(result)] == [
-        (1, "spec.instanceStorePolicy"), (1, "spec.detailedMonitoring"), (1, "spec.associatePublicIPAddress")]
-    assert all("Loadmaster does not support yet" in m for _, _, m in problems(result))
+def test_bad_nodeclass_switches_are_refused(importer: User) -> None:
+    bad = DOC_NODECLASS_VERBATIM.replace("instanceStorePolicy: RAID0", "instanceStorePolicy: RAID5").replace(
+        "detailedMonitoring: true", "detailedMonitoring: 'yes'")
+    result = run_import(importer, bad)
+    assert {(d, p) for d, p, _ in problems(result)} == {(1, "spec.instanceStorePolicy"), (1, "spec.detailedMonitoring")}
     assert counts() == (0, 0, 0)
 
 
