@@ -97,7 +97,7 @@ class CronSchedule:
         parts = spec.split()
         if len(parts) != 5:
             raise CronError(f"schedule {text!r} must have 5 fields (minute hour day-of-month month day-of-week), got {len(parts)}")
-        parsed = [_parse_field(p, name, lo, hi, names) for p, (name, lo, hi, names) in zip(parts, _FIELDS)]
+        parsed = [_parse_field(p, name, lo, hi, names) for p, (name, lo, hi, names) in zip(parts, _FIELDS, strict=True)]
         return cls(parsed[0], parsed[1], parsed[2], parsed[3], parsed[4],
                    day_restricted=not parts[2].startswith(("*", "?")),
                    weekday_restricted=not parts[4].startswith(("*", "?")),

@@ -16,7 +16,12 @@ from django.views import View
 
 from console.access import require_operator
 from console.fleet import selectors, services
-from console.fleet.filters import DecisionFilterSet, EC2NodeClassFilterSet, NodeClaimFilterSet, NodePoolFilterSet
+from console.fleet.filters import (
+    DecisionFilterSet,
+    EC2NodeClassFilterSet,
+    NodeClaimFilterSet,
+    NodePoolFilterSet,
+)
 from console.fleet.forms import ImportForm, NodeClassForm, NodePoolEditor
 from console.fleet.models import ChangeRecord, Decision, EC2NodeClass, NodeClaim, NodePool
 
