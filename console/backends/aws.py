@@ -299,16 +299,21 @@ def user_data_for(nodeclass: Mapping[str, Any], cluster: ClusterInfo | None) -> 
     given = str(_field(nodeclass, "user_data", "userData", "") or "")
     family = ami_family(nodeclass)
     kubelet = dict(_field(nodeclass, "kubelet", "kubelet", {}) or {})
+    raid0 = str(_field(nodeclass, "instance_store_policy", "instanceStorePolicy", "") or "") == "RAID0"
     if cluster is None or family not in ("AL2023", "AL2", "Bottlerocket"):
         return given
     taint = f"{UNREGISTERED_TAINT_KEY}=:NoExecute"
     if family == "AL2023":
-        node_config = {
+        node_config: dict[str, Any] = {
             "apiVersion": "node.eks.aws/v1alpha1", "kind": "NodeConfig",
             "spec": {"cluster": {"name": cluster.name, "apiServerEndpoint": cluster.endpoint,
                                  "certificateAuthority": cluster.certificate_authority, "cidr": cluster.service_cidr},
                      "kubelet": {"config": kubelet, "flags": [f"--register-with-taints={taint}"]}},
         }
+        if raid0:
+            # instanceStorePolicy RAID0: nodeadm stripes the instance-store disks and puts kubelet and
+            # containerd state on them.
+            node_config["spec"]["instance"] = {"localStorage": {"strategy": "RAID0"}}
         # JSON is YAML, and nodeadm reads YAML: no YAML writer needed.
         return _mime([*(_mime_parts(given) if given else []),
                       ("application/node.eks.aws", json.dumps(node_config, indent=2))])
@@ -320,6 +325,7 @@ def user_data_for(nodeclass: Mapping[str, Any], cluster: ClusterInfo | None) -> 
                   f"/etc/eks/bootstrap.sh {json.dumps(cluster.name)} --apiserver-endpoint {json.dumps(cluster.endpoint)} "
                   f"--b64-cluster-ca {json.dumps(cluster.certificate_authority)} "
                   + ("--use-max-pods false " if kubelet.get("maxPods") is not None else "")
+                  + ("--local-disks raid0 " if raid0 else "")
                   + f"--kubelet-extra-args {json.dumps(' '.join(extra))}\n")
         return _mime([*(_mime_parts(given) if given else []), ("text/x-shellscript", script)])
     # Bottlerocket: one TOML document; ours is merged over the user's so the join settings win.
@@ -420,8 +426,8 @@ class AWSCloudProvider:
             session = boto3.Session(region_name=region)
         # botocore retries throttling (RequestLimitExceeded, Throttling...) and 5xx with exponential
         # backoff and jitter ("standard" mode; "adaptive" adds client-side rate limiting but botocore
-        # still calls it experimental). What still fails after max_attempts reaches the caller.
-        config = Config(region_name=region, retries={"mode": retry_mode, "max_attempts": max_attempts},
+        # still calls it experimental). What still fails after max_attempts tries in all reaches the caller.
+        config = Config(region_name=region, retries={"mode": retry_mode, "total_max_attempts": max_attempts},
                         connect_timeout=10, read_timeout=60)
         self._ec2 = ec2 or session.client("ec2", config=config, endpoint_url=endpoint_url)
         self._ssm = ssm or session.client("ssm", config=config, endpoint_url=endpoint_url)
@@ -461,8 +467,13 @@ class AWSCloudProvider:
             return self._launch(request)
         except ClientError as e:
             code = _error_code(e)
+            stale = code.startswith(("InvalidLaunchTemplate", "InvalidAMIID", "InvalidSubnetID", "InvalidGroup"))
+            if stale:
+                # Someone deleted the template (or an AMI, subnet, group) behind our cache: look again
+                # on the next attempt instead of failing until the cache expires.
+                self.invalidate_caches()
             raise LaunchError(f"{e.operation_name} failed: {code}: {e}",
-                              retryable=code in TRANSIENT_ERROR_CODES) from e
+                              retryable=stale or code in TRANSIENT_ERROR_CODES) from e
         except BotoCoreError as e:
             # Connection reset, read timeout, endpoint unreachable: the same request (same ClientToken)
             # may be sent again safely.
@@ -479,25 +490,30 @@ class AWSCloudProvider:
 
         zones = sorted({o.zone for o in request.options})
         template = self.ensure_launch_template(request.nodeclass, cluster, zones=zones)
-        # Karpenter launches one capacity type per fleet; the engine ordered options cheapest first, so
-        # the first option's capacity type is the one it planned (spot when spot is allowed and cheaper).
-        capacity = request.options[0].capacity_type
+        # One capacity type per fleet, as Karpenter does: the cheapest option's first (spot whenever spot
+        # is allowed and priced below on-demand, which is what the engine planned with), the other one
+        # only if nothing of the first can launch here (no subnet in its zones, no AMI for its arch).
+        by_price = sorted(request.options, key=lambda o: o.price)
         overrides: list[dict[str, Any]] = []
         chosen: list[LaunchOption] = []
-        seen: set[tuple[str, str]] = set()
         skipped_arch: set[str] = set()
-        for option in sorted((o for o in request.options if o.capacity_type == capacity), key=lambda o: o.price):
-            if (option.instance_type, option.zone) in seen or option.zone not in template.subnets:
-                continue
-            image = template.images.get(self._architecture(option.instance_type))
-            if image is None:
-                skipped_arch.add(option.instance_type)
-                continue
-            seen.add((option.instance_type, option.zone))
-            overrides.append({"InstanceType": option.instance_type, "SubnetId": template.subnets[option.zone],
-                              "ImageId": image})
-            chosen.append(option)
-            if len(overrides) == MAX_OVERRIDES:
+        capacity = by_price[0].capacity_type
+        for capacity in dict.fromkeys(o.capacity_type for o in by_price):
+            seen: set[tuple[str, str]] = set()
+            for option in (o for o in by_price if o.capacity_type == capacity):
+                if (option.instance_type, option.zone) in seen or option.zone not in template.subnets:
+                    continue
+                image = template.images.get(self._architecture(option.instance_type))
+                if image is None:
+                    skipped_arch.add(option.instance_type)
+                    continue
+                seen.add((option.instance_type, option.zone))
+                overrides.append({"InstanceType": option.instance_type, "SubnetId": template.subnets[option.zone],
+                                  "ImageId": image})
+                chosen.append(option)
+                if len(overrides) == MAX_OVERRIDES:
+                    break
+            if overrides:
                 break
         if not overrides:
             why = (f"no AMI for the architecture of {', '.join(sorted(skipped_arch))}" if skipped_arch
@@ -557,12 +573,16 @@ class AWSCloudProvider:
         errors = response.get("Errors") or []
         unavailable = _unavailable_options(errors, chosen, capacity, zone_of_subnet)
         codes = sorted({str(e.get("ErrorCode")) for e in errors}) or ["no instance and no error"]
-        if any(str(e.get("ErrorCode")) == "InsufficientFreeAddressesInSubnet" for e in errors):
+        stale = any(c.startswith(("InvalidLaunchTemplate", "InvalidAMIID", "InvalidSubnetID", "InvalidGroup"))
+                    for c in codes)
+        if stale:
+            self.invalidate_caches()
+        elif "InsufficientFreeAddressesInSubnet" in codes:
             self._cache.pop(self._subnet_key(request.nodeclass, zones), None)
         message = f"CreateFleet for {request.nodeclaim} launched nothing: {', '.join(codes)}"
         detail = "; ".join(str(e.get("ErrorMessage", "")) for e in errors[:3] if e.get("ErrorMessage"))
         raise LaunchError(message + (f" ({detail})" if detail else ""), unavailable=unavailable,
-                          retryable=not errors or any(str(e.get("ErrorCode")) in TRANSIENT_ERROR_CODES for e in errors))
+                          retryable=not errors or stale or any(c in TRANSIENT_ERROR_CODES for c in codes))
 
     def find_claimed(self, nodeclaim: str, cluster: str | None = None) -> Instance | None:
         """The live instance tagged with this NodeClaim, if any (the trace a crashed launch leaves)."""
@@ -610,7 +630,6 @@ class AWSCloudProvider:
                 TAG_CLUSTER: cluster, TAG_NODECLASS: name, f"kubernetes.io/cluster/{cluster}": "owned"}
         tag_list = [{"Key": k, "Value": v} for k, v in sorted(tags.items())]
         data: dict[str, Any] = {
-            "SecurityGroupIds": list(groups),
             "BlockDeviceMappings": block_device_mappings(nodeclass),
             "MetadataOptions": metadata_options(nodeclass),
             "TagSpecifications": [{"ResourceType": "instance", "Tags": tag_list},
@@ -619,6 +638,17 @@ class AWSCloudProvider:
             # matters to someone launching from the template by hand.
             "ImageId": images.get("x86_64") or next(iter(images.values())),
         }
+        public_ip = _field(nodeclass, "associate_public_ip_address", "associatePublicIPAddress")
+        if public_ip is None:
+            data["SecurityGroupIds"] = list(groups)
+        else:
+            # Only an explicit interface can say whether it gets a public address; the groups then move
+            # onto it (EC2 refuses both), and the subnet still comes from each CreateFleet override.
+            data["NetworkInterfaces"] = [{"DeviceIndex": 0, "AssociatePublicIpAddress": bool(public_ip),
+                                          "Groups": list(groups)}]
+        monitoring = _field(nodeclass, "detailed_monitoring", "detailedMonitoring")
+        if monitoring is not None:
+            data["Monitoring"] = {"Enabled": bool(monitoring)}
         profile = instance_profile_for(nodeclass)
         if profile:
             data["IamInstanceProfile"] = {"Name": profile}

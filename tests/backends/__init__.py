@@ -1,0 +1,1 @@
+"""Tests of the cluster and cloud backends."""
