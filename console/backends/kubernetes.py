@@ -68,6 +68,14 @@ def _json(response: Any) -> Any:
         response.release_conn()
 
 
+def _consume(response: Any) -> None:
+    """Read the body out so the connection can be reused, then hand it back to the pool."""
+    try:
+        response.data  # noqa: B018 - reading is the point
+    finally:
+        response.release_conn()
+
+
 def _typed(obj: KubeObject, api_version: str, kind: str) -> KubeObject:
     obj.setdefault("apiVersion", api_version)
     obj.setdefault("kind", kind)
@@ -128,7 +136,9 @@ class WatchStream(Iterator[WatchEvent]):
         except Exception:       # already released, or a urllib3 without shutdown(): close is enough
             pass
         try:
-            self._response.release_conn()
+            # Close, not release: a half-read connection must not go back to the pool, and the
+            # FIN tells the server to end its side of the watch.
+            self._response.close()
         except Exception:
             pass
 
@@ -322,8 +332,8 @@ class KubernetesCluster:
         body = client.V1Eviction(api_version="policy/v1", kind="Eviction",
                                  metadata=client.V1ObjectMeta(name=name, namespace=namespace))
         try:
-            self.core.create_namespaced_pod_eviction(name, namespace, body, _preload_content=False,
-                                                     _request_timeout=self.request_timeout).release_conn()
+            _consume(self.core.create_namespaced_pod_eviction(name, namespace, body, _preload_content=False,
+                                                              _request_timeout=self.request_timeout))
         except ApiException as e:
             if e.status == 429:
                 return "blocked"        # a budget says not now: the caller waits and retries
@@ -334,7 +344,7 @@ class KubernetesCluster:
 
     def delete_node(self, node_name: str) -> None:
         try:
-            self.core.delete_node(node_name, _preload_content=False, _request_timeout=self.request_timeout).release_conn()
+            _consume(self.core.delete_node(node_name, _preload_content=False, _request_timeout=self.request_timeout))
         except ApiException as e:
             if e.status != 404:         # already gone is the outcome we wanted
                 raise
@@ -369,6 +379,13 @@ def is_provisionable(pod: Mapping[str, Any]) -> bool:
 
 
 # --- a watch that never ends and never loses an event ---------------------------------------------
+
+def _describe(error: BaseException) -> str:
+    # An ApiException's str() carries headers and the whole body: one line is enough for a log.
+    if isinstance(error, ApiException):
+        return f"HTTP {error.status} {error.reason}"
+    return f"{type(error).__name__}: {error}"
+
 
 def _key(obj: Mapping[str, Any]) -> tuple[str, str]:
     meta = _meta(obj)
@@ -447,16 +464,16 @@ class Watcher:
         objects, resource_version = self._list_fn()
         fresh = {_key(o): o for o in objects}
         events: list[WatchEvent] = []
-        for key, old in self.store.items():
-            new = fresh.get(key)
-            if new is None or _meta(new).get("uid") != _meta(old).get("uid"):
-                events.append(WatchEvent("DELETED", old))       # gone, or replaced by a namesake
-        for key, new in fresh.items():
-            old = self.store.get(key)
-            if old is None or _meta(new).get("uid") != _meta(old).get("uid"):
-                events.append(WatchEvent("ADDED", new))
-            elif _meta(new).get("resourceVersion") != _meta(old).get("resourceVersion"):
-                events.append(WatchEvent("MODIFIED", new))
+        for key, known in self.store.items():
+            now = fresh.get(key)
+            if now is None or _meta(now).get("uid") != _meta(known).get("uid"):
+                events.append(WatchEvent("DELETED", known))     # gone, or replaced by a namesake
+        for key, current in fresh.items():
+            seen = self.store.get(key)
+            if seen is None or _meta(current).get("uid") != _meta(seen).get("uid"):
+                events.append(WatchEvent("ADDED", current))
+            elif _meta(current).get("resourceVersion") != _meta(seen).get("resourceVersion"):
+                events.append(WatchEvent("MODIFIED", current))
         self.store = fresh
         self.resource_version = resource_version
         self.relists += 1
@@ -503,6 +520,6 @@ class Watcher:
                 self.errors += 1
                 delay = self._delay(failures)
                 log.warning("%s: %s; retrying in %.1fs from resourceVersion %s",
-                            self.name, e, delay, self.resource_version or "(relist)")
+                            self.name, _describe(e), delay, self.resource_version or "(relist)")
                 self._stop.wait(delay)
                 self.reconnects += 1
