@@ -103,7 +103,16 @@ class WatchEvent:
 EvictionOutcome = Literal["evicted", "blocked", "gone"]
 
 
+class ResourceExpired(Exception):
+    """410 Gone: the resourceVersion to resume from was compacted away; list again."""
+
+
+class NodeNotFound(LookupError):
+    """The Node does not exist."""
+
+
 class ClusterBackend(Protocol):
+    # Watches yield events until the server ends the stream; ResourceExpired (410) means: list again.
     def list_pods(self) -> tuple[list[KubeObject], str]: ...          # objects, resourceVersion
     def watch_pods(self, resource_version: str, *, timeout_seconds: int = 60) -> Iterator[WatchEvent]: ...
     def list_nodes(self) -> tuple[list[KubeObject], str]: ...
@@ -116,4 +125,7 @@ class ClusterBackend(Protocol):
     def evict(self, namespace: str, name: str) -> EvictionOutcome: ...
     def delete_node(self, node_name: str) -> None: ...
     def node_by_provider_id(self, provider_id: str) -> KubeObject | None: ...
+    def get_node(self, node_name: str) -> KubeObject: ...          # raises NodeNotFound
+    # Apply the NodeClaim's labels and taints (startupTaints included) and drop karpenter.sh/unregistered.
     def register_node(self, node_name: str, *, labels: Mapping[str, str], taints: Sequence[Mapping[str, str]]) -> KubeObject: ...
+    def mark_initialized(self, node_name: str) -> KubeObject: ...  # label karpenter.sh/initialized=true

@@ -33,6 +33,8 @@ from console.backends.base import (
     UNREGISTERED_TAINT_KEY,
     EvictionOutcome,
     KubeObject,
+    NodeNotFound,
+    ResourceExpired,
     WatchEvent,
 )
 
@@ -47,14 +49,6 @@ MERGE_PATCH = "application/merge-patch+json"
 EventType = Literal["ADDED", "MODIFIED", "DELETED"]
 ListFn = Callable[[], tuple[list[KubeObject], str]]
 WatchFn = Callable[..., Iterator[WatchEvent]]
-
-
-class ResourceExpired(Exception):
-    """410 Gone: the resourceVersion to resume from was compacted away; list again."""
-
-
-class NodeNotFound(LookupError):
-    """The Node does not exist (a LookupError, so callers need not import this module)."""
 
 
 class ConflictError(RuntimeError):
