@@ -19,7 +19,11 @@ def price_overrides() -> list[PriceOverride]:
 
 @lru_cache(maxsize=8)
 def _catalog(region: str, overrides: tuple[PriceOverride, ...], kubelet_json: str) -> tuple[InstanceType, ...]:
-    return tuple(load_builtin(region, overrides=overrides, kubelet=json.loads(kubelet_json) or None))
+    from django.conf import settings
+
+    # Live data refreshed by the catalog tasks wins over the bundled snapshot when present.
+    return tuple(load_builtin(region, overrides=overrides, kubelet=json.loads(kubelet_json) or None,
+                              cache_dir=settings.LOADMASTER_CATALOG_CACHE))
 
 
 def instance_types(region: str = "us-east-1", *, kubelet: Mapping[str, Any] | None = None,

@@ -11,6 +11,7 @@ from django.core.exceptions import ImproperlyConfigured
 from console.env import (
     database_from_url,
     env_bool,
+    env_choice,
     env_int,
     env_list,
     env_str,
@@ -161,9 +162,27 @@ CELERY_BEAT_SCHEDULE = {
     # Liveness of the loops: the console shows when a worker last ran a task, so an operator
     # sees at once when beat or every worker is down.
     "heartbeat": {"task": "console.fleet.tasks.heartbeat", "schedule": 30.0},
+    # AWS publishes new instance types and list prices rarely; twice a day catches them within hours.
+    "refresh_catalog": {"task": "console.catalog.tasks.refresh_catalog", "schedule": 12 * 3600.0},
+    # Spot prices move within the day; hourly keeps decisions close to what AWS bills.
+    "refresh_spot_prices": {"task": "console.catalog.tasks.refresh_spot_prices", "schedule": 3600.0},
 }
 
 LOADMASTER_CLUSTER_NAME = env_str("LOADMASTER_CLUSTER_NAME", "demo") or "demo"
+
+# Backends (see README, "Backends"). The embedded default simulates both the cluster and the cloud.
+LOADMASTER_CLUSTER = env_choice("LOADMASTER_CLUSTER", "simulated", ("simulated", "kubernetes"))
+LOADMASTER_CLOUD = env_choice("LOADMASTER_CLOUD", "simulated", ("simulated", "aws"))
+LOADMASTER_KUBECONFIG = env_str("LOADMASTER_KUBECONFIG", "") or None
+LOADMASTER_KUBE_CONTEXT = env_str("LOADMASTER_KUBE_CONTEXT", "") or None
+LOADMASTER_AWS_REGION = env_str("AWS_REGION", env_str("AWS_DEFAULT_REGION", "us-east-1")) or "us-east-1"
+LOADMASTER_AWS_ENDPOINT_URL = env_str("LOADMASTER_AWS_ENDPOINT_URL", "") or None
+LOADMASTER_SQS_QUEUE_URL = env_str("LOADMASTER_SQS_QUEUE_URL", "") or None
+LOADMASTER_KUBERNETES_VERSION = env_str("LOADMASTER_KUBERNETES_VERSION", "") or None
+LOADMASTER_CLUSTER_ENDPOINT = env_str("LOADMASTER_CLUSTER_ENDPOINT", "") or None
+LOADMASTER_CLUSTER_CA = env_str("LOADMASTER_CLUSTER_CA", "") or None
+LOADMASTER_CLUSTER_SERVICE_CIDR = env_str("LOADMASTER_CLUSTER_SERVICE_CIDR", "10.100.0.0/16") or "10.100.0.0/16"
+LOADMASTER_CATALOG_CACHE = env_str("LOADMASTER_CATALOG_CACHE", str(VAR_DIR / "catalog-cache"))
 
 LOGGING = {
     "version": 1,

@@ -45,3 +45,19 @@ class PriceOverrideRule(models.Model):
             if "selector" in str(exc):
                 field = "selector"
             raise ValidationError({field: str(exc)}) from None
+
+
+class CatalogRefresh(models.Model):
+    """One run of the live catalog refresh: what it changed, or why it failed (the last good data stays)."""
+
+    KIND_CHOICES = [("full", "types, offerings and prices"), ("spot", "spot prices")]
+
+    at = models.DateTimeField(default=timezone.now, db_index=True)
+    region = models.CharField(max_length=32)
+    kind = models.CharField(max_length=8, choices=KIND_CHOICES)
+    ok = models.BooleanField()
+    skipped = models.BooleanField(default=False)
+    summary = models.TextField(blank=True, default="")
+
+    class Meta:
+        ordering = ["-at", "-id"]

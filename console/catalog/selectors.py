@@ -92,7 +92,12 @@ def catalog_choices(region: str = "us-east-1") -> dict[str, list[str]]:
 
 
 def catalog_summary(region: str = "us-east-1") -> dict[str, Any]:
-    info = catalog_info(region)
+    from django.conf import settings
+
+    from console.catalog.models import CatalogRefresh
+
+    info = catalog_info(region, cache_dir=settings.LOADMASTER_CATALOG_CACHE)
     types = adapters.instance_types(region)
     priced = sum(1 for t in types if any(o.capacity_type == "on-demand" and o.price is not None for o in t.offerings))
-    return {**info, "count": len(types), "priced": priced, "unpriced": len(types) - priced}
+    return {**info, "count": len(types), "priced": priced, "unpriced": len(types) - priced,
+            "last_refresh": CatalogRefresh.objects.filter(region=region).first()}

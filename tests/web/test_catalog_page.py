@@ -67,3 +67,37 @@ def test_viewer_cannot_change_overrides(viewer_client: Client, operator: Any) ->
     rule = PriceOverrideRule.objects.create(selector="c5", percent=-10)
     assert viewer_client.post(f"/catalog/overrides/{rule.pk}/delete/").status_code == 403
     assert PriceOverrideRule.objects.count() == 1
+
+
+def test_refresh_is_skipped_without_aws(viewer_client: Client, settings: Any) -> None:
+    from console.catalog.services import catalog_refresh
+    from console.catalog.tasks import refresh_catalog
+
+    settings.LOADMASTER_CLOUD = "simulated"
+    refresh_catalog.delay()                     # eager in tests: runs the service
+    record = catalog_refresh(kind="spot")
+    assert record.skipped and record.ok and "needs LOADMASTER_CLOUD=aws" in record.summary
+    assert b"needs LOADMASTER_CLOUD=aws" in viewer_client.get("/catalog/").content
+
+
+def test_failed_refresh_is_reported_and_old_data_kept(viewer_client: Client, settings: Any, tmp_path: Any,
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    from packing.catalog import live
+
+    from console.catalog.services import catalog_refresh
+
+    settings.LOADMASTER_CLOUD = "aws"
+    settings.LOADMASTER_CATALOG_CACHE = str(tmp_path)
+    monkeypatch.setattr(live, "have_credentials", lambda: True)
+
+    def failing_refresh(region: str, cache_dir: Any, **kwargs: Any) -> live.RefreshReport:
+        report = live.RefreshReport(region=region, fetched_at="2026-11-30T10:00Z")
+        report.errors["on-demand prices"] = "AccessDeniedException: pricing:GetProducts"
+        return report
+
+    monkeypatch.setattr(live, "refresh", failing_refresh)
+    record = catalog_refresh(kind="full")
+    assert not record.ok and "FAILED on-demand prices: AccessDeniedException" in record.summary
+    html = viewer_client.get("/catalog/").content.decode()
+    assert "failed — the last good data is still in use" in html
+    assert m5_large_on_demand(viewer_client).startswith("0.096 snapshot")   # bundled price still used
