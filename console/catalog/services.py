@@ -6,9 +6,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from django.db import transaction
-
 from django.conf import settings
+from django.db import transaction
 
 from console import adapters
 from console.catalog.models import CatalogRefresh, PriceOverrideRule

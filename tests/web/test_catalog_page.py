@@ -82,9 +82,8 @@ def test_refresh_is_skipped_without_aws(viewer_client: Client, settings: Any) ->
 
 def test_failed_refresh_is_reported_and_old_data_kept(viewer_client: Client, settings: Any, tmp_path: Any,
                                                       monkeypatch: pytest.MonkeyPatch) -> None:
-    from packing.catalog import live
-
     from console.catalog.services import catalog_refresh
+    from packing.catalog import live
 
     settings.LOADMASTER_CLOUD = "aws"
     settings.LOADMASTER_CATALOG_CACHE = str(tmp_path)
