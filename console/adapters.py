@@ -2,13 +2,19 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
+import logging
 from collections.abc import Mapping, Sequence
 from functools import lru_cache
 from typing import Any
 
+from packing import kubeobjects
 from packing.catalog import PriceOverride, load_builtin
 from packing.instancetype import InstanceType
+from packing.kubeobjects import Inputs
+
+log = logging.getLogger(__name__)
 
 
 def price_overrides() -> list[PriceOverride]:
@@ -31,3 +37,57 @@ def instance_types(region: str = "us-east-1", *, kubelet: Mapping[str, Any] | No
     """The region's catalog with the operator's price overrides applied (cached per inputs)."""
     rules = tuple(price_overrides() if overrides is None else overrides)
     return _catalog(region, rules, json.dumps(dict(kubelet or {}), sort_keys=True))
+
+
+# --- cluster state -> engine inputs ---------------------------------------------------------------
+
+def nodeclaim_object(claim: Any) -> dict[str, Any]:
+    """An in-flight NodeClaim row as the karpenter.sh/v1 object the engine's parser reads."""
+    return {
+        "apiVersion": "karpenter.sh/v1", "kind": "NodeClaim",
+        "metadata": {"name": claim.name, "labels": dict(claim.labels or {})},
+        "spec": {"requirements": [], "taints": list(claim.taints or [])},
+        "status": {"allocatable": dict(claim.allocatable or {}), "capacity": dict(claim.capacity or {}),
+                   "nodeName": claim.node_name or "", "providerID": claim.provider_id or ""},
+    }
+
+
+def cluster_inputs(*, pods: Sequence[Mapping[str, Any]], nodes: Sequence[Mapping[str, Any]],
+                   pdbs: Sequence[Mapping[str, Any]] = (), daemonsets: Sequence[Mapping[str, Any]] = (),
+                   nodepools: Sequence[Any] = (), nodeclasses: Sequence[Any] = (),
+                   nodeclaims: Sequence[Any] = ()) -> Inputs:
+    """Everything the provisioning engine needs, read by the same parser as `python -m packing plan`.
+
+    NodePools and EC2NodeClasses go through their Karpenter manifests, so the loops see exactly what
+    an export would show; NodeClaims that have no Node yet count as in-flight capacity.
+    """
+    from console.fleet import manifests
+
+    inputs = Inputs()
+    docs: list[Mapping[str, Any]] = [*pods, *nodes, *pdbs, *daemonsets]
+    docs += [manifests.nodepool_to_manifest(p.field_values()) for p in nodepools]
+    docs += [manifests.nodeclass_to_manifest(c.field_values()) for c in nodeclasses]
+    docs += [nodeclaim_object(c) for c in nodeclaims]
+    for doc in docs:
+        try:
+            kubeobjects._add_object(doc, inputs)
+        except Exception as exc:  # one malformed object in a live cluster must not stop provisioning
+            meta = doc.get("metadata") or {}
+            log.warning("skipping %s %s/%s: %s", doc.get("kind"), meta.get("namespace", ""), meta.get("name"), exc)
+            inputs.skipped[f"invalid {doc.get('kind')}"] = inputs.skipped.get(f"invalid {doc.get('kind')}", 0) + 1
+    return inputs
+
+
+def with_unavailable(types: Sequence[InstanceType], unavailable: set[tuple[str, str, str]]) -> list[InstanceType]:
+    """The catalog with offerings that recently failed for capacity marked unavailable."""
+    if not unavailable:
+        return list(types)
+    out = []
+    for itype in types:
+        if any((itype.name, o.zone, o.capacity_type) in unavailable for o in itype.offerings):
+            offerings = tuple(dataclasses.replace(o, available=False)
+                              if (itype.name, o.zone, o.capacity_type) in unavailable else o
+                              for o in itype.offerings)
+            itype = dataclasses.replace(itype, offerings=offerings)
+        out.append(itype)
+    return out

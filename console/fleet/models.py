@@ -148,6 +148,9 @@ class NodeClaim(models.Model):
     labels = models.JSONField(default=dict, blank=True)
     taints = models.JSONField(default=list, blank=True)
     created_at = models.DateTimeField(default=timezone.now)
+    # Set by the one worker that wins the conditional UPDATE to launch this claim: a second worker
+    # (or a retried task) sees it set and does not call CreateFleet again.
+    launch_started_at = models.DateTimeField(null=True, blank=True)
     launched_at = models.DateTimeField(null=True, blank=True)
     registered_at = models.DateTimeField(null=True, blank=True)
     initialized_at = models.DateTimeField(null=True, blank=True)

@@ -1,0 +1,246 @@
+"""The provision loop: pending pods → the engine's plan → NodeClaim rows → CreateFleet.
+
+Every step is safe to repeat and to run on several workers: the whole run holds the "provision"
+lock; each NodeClaim row is written before its launch and is launched only by the worker whose
+conditional UPDATE sets ``launch_started_at``; the cloud adopts an instance already tagged with the
+NodeClaim instead of launching a second one. A worker killed between CreateFleet and saving the
+instance id leaves a claim with ``launch_started_at`` set and no instance: the lifecycle loop adopts
+the tagged instance or gives up on the claim, and garbage collection terminates anything unowned.
+"""
+
+from __future__ import annotations
+
+import logging
+import secrets
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from decimal import Decimal
+from typing import Any
+
+from django.conf import settings
+from django.db import transaction
+from django.utils import timezone
+
+from console import adapters
+from console.backends.aws import launch_with_fallback
+from console.backends.base import CloudProvider, ClusterBackend, LaunchError, LaunchOption, LaunchRequest
+from console.control.locks import LockBusy, loop_lock
+from console.control.models import UnavailableOffering
+from console.fleet.models import Decision, EC2NodeClass, NodeClaim, NodePool
+from packing.instancetype import InstanceType
+from packing.plan_cli import plan_from_inputs
+
+log = logging.getLogger(__name__)
+
+UNAVAILABLE_TTL = timedelta(minutes=3)
+MAX_LAUNCH_OPTIONS = 60
+
+
+@dataclass
+class ProvisionOutcome:
+    skipped: str = ""
+    pending: int = 0
+    planned: list[str] = field(default_factory=list)
+    launched: list[str] = field(default_factory=list)
+    failed: dict[str, str] = field(default_factory=dict)
+    unschedulable: int = 0
+
+
+def _money(value: float | None) -> Decimal | None:
+    return None if value is None else Decimal(str(round(value, 6)))
+
+
+def unavailable_offerings(*, now: datetime) -> set[tuple[str, str, str]]:
+    UnavailableOffering.objects.filter(expires_at__lte=now).delete()
+    return set(UnavailableOffering.objects.values_list("instance_type", "zone", "capacity_type"))
+
+
+def offering_mark_unavailable(*, options: Sequence[LaunchOption], reason: str, now: datetime | None = None) -> None:
+    expires = (now or timezone.now()) + UNAVAILABLE_TTL
+    for option in options:
+        UnavailableOffering.objects.update_or_create(
+            instance_type=option.instance_type, zone=option.zone, capacity_type=option.capacity_type,
+            defaults={"reason": reason[:128], "expires_at": expires})
+
+
+def engine_catalog(*, nodeclasses: Sequence[EC2NodeClass], pools: Sequence[NodePool], now: datetime) -> list[InstanceType]:
+    # One catalog per run, with the kubelet of the highest-weight pool's NodeClass (as the CLI does).
+    by_name = {c.name: c for c in nodeclasses}
+    kubelet = None
+    for pool in sorted(pools, key=lambda p: (-(p.weight or 0), p.name)):
+        nodeclass = by_name.get(pool.node_class_name)
+        if nodeclass is not None:
+            kubelet = nodeclass.kubelet or None
+            break
+    types = adapters.instance_types(settings.LOADMASTER_AWS_REGION, kubelet=kubelet)
+    return adapters.with_unavailable(types, unavailable_offerings(now=now))
+
+
+def _claim_name(pool: str) -> str:
+    return f"{pool}-{secrets.token_hex(3)}"
+
+
+def launch_options(claim: NodeClaim, catalog: Sequence[InstanceType]) -> list[LaunchOption]:
+    """The offerings CreateFleet may choose from, cheapest first: every compatible type the engine
+    listed, in the zone and capacity type it planned (a topology spread may have pinned the zone)."""
+    by_name = {t.name: t for t in catalog}
+    options: list[LaunchOption] = []
+    for name in claim.instance_type_options or [claim.instance_type]:
+        itype = by_name.get(name)
+        if itype is None:
+            continue
+        for offering in itype.offerings:
+            if (offering.available and offering.price is not None and offering.zone == claim.zone
+                    and offering.capacity_type == claim.capacity_type):
+                options.append(LaunchOption(name, offering.zone, offering.capacity_type, offering.price))  # type: ignore[arg-type]
+    options.sort(key=lambda o: (o.price, o.instance_type))
+    return options[:MAX_LAUNCH_OPTIONS]
+
+
+def _record_unschedulable(results: Any, pools_by_name: dict[str, NodePool], now: datetime) -> None:
+    """One ledger row per pod whose verdict changed, not one per tick: the ledger stays readable."""
+    for pod, reasons in sorted(results.unschedulable.items()):
+        details = {"pod": pod, "reasons": [{"nodepool": np, "reason": r} for np, r in reasons]}
+        last = Decision.objects.filter(kind=Decision.UNSCHEDULABLE, details__pod=pod).order_by("-at").first()
+        if last is not None and last.details.get("reasons") == details["reasons"]:
+            continue
+        why = f"pod {pod} cannot be scheduled: " + "; ".join(f"nodepool {np}: {r}" for np, r in reasons) \
+            if reasons else f"pod {pod} cannot be scheduled: no NodePool"
+        Decision.objects.create(at=now, kind=Decision.UNSCHEDULABLE, pods=[pod], why=why, details=details)
+
+
+@transaction.atomic
+def _save_plan(results: Any, pools_by_name: dict[str, NodePool], catalog: Sequence[InstanceType],
+               now: datetime) -> list[NodeClaim]:
+    by_type = {t.name: t for t in catalog}
+    claims = []
+    for planned in results.nodeclaims:
+        itype = by_type.get(planned.instance_type)
+        claim = NodeClaim.objects.create(
+            name=_claim_name(planned.nodepool), nodepool=pools_by_name.get(planned.nodepool),
+            nodepool_name=planned.nodepool, instance_type=planned.instance_type,
+            instance_type_options=list(planned.instance_type_options), capacity_type=planned.capacity_type,
+            zone=planned.zone, price_per_hour=_money(planned.price_per_hour),
+            price_source=next((o.price_source for o in (itype.offerings if itype else ())
+                               if o.zone == planned.zone and o.capacity_type == planned.capacity_type), ""),
+            requests=planned.requests.to_strings(), allocatable=planned.allocatable.to_strings(),
+            capacity=itype.capacity.to_strings() if itype else {},
+            labels=dict(planned.labels),
+            taints=[t.to_dict() for t in planned.taints] + [t.to_dict() for t in planned.startup_taints],
+            created_at=now,
+        )
+        claim._planned_pods = sorted(p.key for p in planned.pods)  # type: ignore[attr-defined]
+        claims.append(claim)
+    return claims
+
+
+def nodeclaim_launch(*, claim: NodeClaim, cloud: CloudProvider, catalog: Sequence[InstanceType],
+                     now: datetime | None = None, pods: Sequence[str] = (), why: str = "") -> str:
+    """Launch one claim. Returns "launched", "failed", "retry" or "taken" (another worker has it)."""
+    now = now or timezone.now()
+    won = NodeClaim.objects.filter(pk=claim.pk, launch_started_at__isnull=True,
+                                   terminated_at__isnull=True).update(launch_started_at=now)
+    if not won:
+        return "taken"
+    claim.refresh_from_db()
+    nodeclass = EC2NodeClass.objects.filter(
+        name=claim.nodepool.node_class_name if claim.nodepool else "").first()
+    if nodeclass is None:
+        return _fail(claim, now, f"EC2NodeClass of nodepool {claim.nodepool_name} does not exist")
+    options = launch_options(claim, catalog)
+    if not options:
+        return _fail(claim, now, "no launchable offering left (all unavailable or unpriced)")
+    request = LaunchRequest(
+        nodeclaim=claim.name, nodepool=claim.nodepool_name, cluster=settings.LOADMASTER_CLUSTER_NAME,
+        nodeclass=nodeclass.field_values(), options=options, labels=dict(claim.labels or {}),
+        taints=list(claim.taints or []))
+    try:
+        instance = launch_with_fallback(
+            cloud, request, lambda refused: offering_mark_unavailable(options=refused, reason="InsufficientCapacity", now=now))
+    except LaunchError as exc:
+        if exc.retryable:
+            NodeClaim.objects.filter(pk=claim.pk).update(launch_started_at=None)
+            log.warning("NodeClaim %s: launch will be retried: %s", claim.name, exc)
+            return "retry"
+        return _fail(claim, now, f"launch failed: {exc}")
+    chosen = next((o for o in options if o.instance_type == instance.instance_type and o.zone == instance.zone
+                   and o.capacity_type == instance.capacity_type), None)
+    price = instance.price if instance.price is not None else (chosen.price if chosen else None)
+    old_price = claim.price_per_hour
+    NodeClaim.objects.filter(pk=claim.pk).update(
+        instance_id=instance.instance_id, provider_id=instance.provider_id, launched_at=now,
+        instance_type=instance.instance_type, zone=instance.zone, capacity_type=instance.capacity_type,
+        price_per_hour=_money(price) if price is not None else old_price)
+    claim.refresh_from_db()
+    Decision.objects.create(
+        at=now, kind=Decision.LAUNCH, nodepool=claim.nodepool, nodepool_name=claim.nodepool_name,
+        nodes=[claim.name], pods=list(pods), cost_before=None, cost_after=claim.price_per_hour,
+        why=why or f"launched {instance.instance_type} ({instance.capacity_type}, {instance.zone}) as {claim.name}",
+        details={"instance_id": instance.instance_id, "options": len(options)},
+    )
+    return "launched"
+
+
+def _fail(claim: NodeClaim, now: datetime, reason: str) -> str:
+    NodeClaim.objects.filter(pk=claim.pk).update(terminated_at=now, termination_reason=reason[:255])
+    Decision.objects.create(at=now, kind=Decision.FAILURE, nodepool=claim.nodepool, nodepool_name=claim.nodepool_name,
+                            nodes=[claim.name], why=f"NodeClaim {claim.name}: {reason}")
+    log.warning("NodeClaim %s: %s", claim.name, reason)
+    return "failed"
+
+
+def provision_run(*, cluster: ClusterBackend, cloud: CloudProvider, now: datetime | None = None) -> ProvisionOutcome:
+    now = now or timezone.now()
+    try:
+        with loop_lock("provision", ttl=timedelta(minutes=5)):
+            return _provision(cluster, cloud, now)
+    except LockBusy:
+        return ProvisionOutcome(skipped="another worker is provisioning")
+
+
+def _provision(cluster: ClusterBackend, cloud: CloudProvider, now: datetime) -> ProvisionOutcome:
+    outcome = ProvisionOutcome()
+    pools = list(NodePool.objects.all())
+    classes = list(EC2NodeClass.objects.all())
+    catalog = engine_catalog(nodeclasses=classes, pools=pools, now=now)
+    # Claims a previous run saved but could not launch (crash, retryable error) go first.
+    for claim in NodeClaim.objects.filter(launch_started_at__isnull=True, terminated_at__isnull=True):
+        _tally(outcome, claim.name, nodeclaim_launch(claim=claim, cloud=cloud, catalog=catalog, now=now))
+
+    pods, _ = cluster.list_pods()
+    nodes, _ = cluster.list_nodes()
+    inflight = NodeClaim.objects.active().filter(registered_at__isnull=True)
+    inputs = adapters.cluster_inputs(pods=pods, nodes=nodes, pdbs=cluster.list_pdbs(),
+                                     daemonsets=cluster.list_daemonsets(), nodepools=pools,
+                                     nodeclasses=classes, nodeclaims=inflight)
+    # Only pods the scheduler gave up on; a pod merely not yet scheduled may still land on a node.
+    pending_keys = {f"{p['metadata'].get('namespace') or 'default'}/{p['metadata']['name']}"
+                    for p in cluster.pending_pods()}
+    inputs.pending = [p for p in inputs.pending if p.key in pending_keys]
+    outcome.pending = len(inputs.pending)
+    if not inputs.pending or not pools:
+        return outcome
+    results = plan_from_inputs(inputs, catalog)
+    pools_by_name = {p.name: p for p in pools}
+    _record_unschedulable(results, pools_by_name, now)
+    outcome.unschedulable = len(results.unschedulable)
+    bound = f"; plan ${results.cost_per_hour:.4f}/h, lower bound ${results.lower_bound:.4f}/h" \
+        if results.lower_bound is not None else ""
+    for claim in _save_plan(results, pools_by_name, catalog, now):
+        outcome.planned.append(claim.name)
+        pods = claim._planned_pods  # type: ignore[attr-defined]
+        why = (f"{len(pods)} pending pod(s) ({', '.join(pods[:5])}{', …' if len(pods) > 5 else ''}) fit on a new "
+               f"{claim.instance_type} ({claim.capacity_type}, {claim.zone}) at ${claim.price_per_hour}/h"
+               f"{' (estimated spot price)' if claim.price_source == 'estimate' else ''}: cheapest of "
+               f"{len(claim.instance_type_options)} compatible type(s) in nodepool {claim.nodepool_name}{bound}")
+        _tally(outcome, claim.name, nodeclaim_launch(claim=claim, cloud=cloud, catalog=catalog, now=now,
+                                                     pods=pods, why=why))
+    return outcome
+
+
+def _tally(outcome: ProvisionOutcome, name: str, result: str) -> None:
+    if result == "launched":
+        outcome.launched.append(name)
+    elif result in ("failed", "retry"):
+        outcome.failed[name] = result

@@ -1,0 +1,32 @@
+"""Celery tasks of the control loops: thin, each builds the backends and calls one service.
+
+Every task is idempotent and holds a time limit; the services take their own locks and claim work
+with conditional updates, so beat ticks that overlap or a task that is retried do no harm."""
+
+from __future__ import annotations
+
+from celery import shared_task
+
+from console.backends.factory import cloud_provider, cluster_backend
+from console.control.lifecycle import garbage_collect_run, interruption_run, lifecycle_run
+from console.control.provisioning import provision_run
+
+
+@shared_task(ignore_result=True, time_limit=240, soft_time_limit=220)
+def provision() -> None:
+    provision_run(cluster=cluster_backend(), cloud=cloud_provider())
+
+
+@shared_task(ignore_result=True, time_limit=120, soft_time_limit=100)
+def lifecycle() -> None:
+    lifecycle_run(cluster=cluster_backend(), cloud=cloud_provider())
+
+
+@shared_task(ignore_result=True, time_limit=120, soft_time_limit=100)
+def garbage_collect() -> None:
+    garbage_collect_run(cloud=cloud_provider(), cluster=cluster_backend())
+
+
+@shared_task(ignore_result=True, time_limit=60, soft_time_limit=50)
+def interruption() -> None:
+    interruption_run(cluster=cluster_backend(), cloud=cloud_provider())
