@@ -22,7 +22,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         try:
             from packing.catalog.cli import main as catalog_main
         except ImportError:
-            print("packing catalog: the instance catalog is not installed (packing.catalog.cli missing)", file=sys.stderr)
+            print(
+                "packing catalog: the instance catalog is not installed (packing.catalog.cli missing)",
+                file=sys.stderr,
+            )
             return 2
         return int(catalog_main(rest))
     if cmd == "consolidate":

@@ -82,7 +82,8 @@ def _anti_affinity_nodes(placed: Sequence[Pod]) -> int:
     return max(groups.values(), default=0)
 
 
-_CELL = 1.6
+_CELLS = (1.6, 2.0, 2.5, 3.2, 4.5, 8.0, 1e9)
+_MAX_COLUMNS = 80_000
 
 
 def lower_bound(sched: Scheduler, results: Results, pending: Sequence[Pod]) -> float:
@@ -107,7 +108,6 @@ def lower_bound(sched: Scheduler, results: Results, pending: Sequence[Pod]) -> f
         pod_class.append(class_index[k])
         req_rows.append([p.requests.get(r, 0) for r in keys])
     class_keys = list(class_index)
-    n_g = len(class_keys)
     reqm = np.array(req_rows, dtype=np.float64).reshape(len(placed), n_r)
 
     # free room on existing nodes and in-flight claims, pooled: any class may use any of it (a relaxation)
@@ -151,7 +151,11 @@ def lower_bound(sched: Scheduler, results: Results, pending: Sequence[Pod]) -> f
                     [
                         t
                         for t in cterms
-                        if all(r.has(o.labels.get(k)) for k, r in t.items() if k not in (ZONE_LABEL, CAPACITY_TYPE_LABEL))
+                        if all(
+                            r.has(o.labels.get(k))
+                            for k, r in t.items()
+                            if k not in (ZONE_LABEL, CAPACITY_TYPE_LABEL)
+                        )
                     ]
                 )
             if not any(label_ok):
@@ -163,7 +167,10 @@ def lower_bound(sched: Scheduler, results: Results, pending: Sequence[Pod]) -> f
                     for gi, terms in enumerate(label_ok)
                     if any(
                         (t.get(ZONE_LABEL) is None or t[ZONE_LABEL].has(off.zone))
-                        and (t.get(CAPACITY_TYPE_LABEL) is None or t[CAPACITY_TYPE_LABEL].has(off.capacity_type))
+                        and (
+                            t.get(CAPACITY_TYPE_LABEL) is None
+                            or t[CAPACITY_TYPE_LABEL].has(off.capacity_type)
+                        )
                         for t in terms
                     )
                 )
@@ -186,6 +193,19 @@ def lower_bound(sched: Scheduler, results: Results, pending: Sequence[Pod]) -> f
         am = np.maximum(np.array([a for _, _, a in rows]), 0.0).astype(np.int64)
         for j in _undominated(am, [p for _, p, _ in rows]):
             opt_list.append((sig, rows[j][1], np.maximum(rows[j][2], 0.0)))
+    # across signatures too: an option is useless if another serves a superset of classes, is at least as
+    # big everywhere and no dearer (any plan using it can use the other instead at no extra cost)
+    keep_opts: list[tuple[frozenset[int], float, np.ndarray[Any, Any]]] = []
+    for i, (sig, price, alloc) in enumerate(opt_list):
+        dominated = False
+        for j, (sig2, price2, alloc2) in enumerate(opt_list):
+            if j != i and sig2 >= sig and price2 <= price and bool((alloc2 >= alloc).all()):
+                if price2 < price or sig2 != sig or bool((alloc2 > alloc).any()) or j < i:
+                    dominated = True
+                    break
+        if not dominated:
+            keep_opts.append((sig, price, alloc))
+    opt_list = keep_opts
     n_o = len(opt_list)
     allocs = np.array([a for _, _, a in opt_list]).reshape(n_o, n_r)
     prices = np.array([p for _, p, _ in opt_list])
@@ -196,15 +216,21 @@ def lower_bound(sched: Scheduler, results: Results, pending: Sequence[Pod]) -> f
 
     # Each pod's request is split into a part along its bucket's direction, which must stay together on one
     # node type, and a remainder that the relaxation may spread across types resource by resource.
-    bucket_of: dict[tuple[int, tuple[bool, ...], int], int] = {}
-    pod_bucket = np.zeros(len(placed), dtype=np.int64)
     cpu_i, mem_i = keys.index(CPU), keys.index(MEMORY)
-    for i in range(len(placed)):
-        q = Q[i]
-        # log-spaced cells in cpu x memory: pods of one cell are within a factor _CELL of each other
-        cb = int(np.floor(np.log(max(q[cpu_i], 1e-9)) / np.log(_CELL)))
-        mb = int(np.floor(np.log(max(q[mem_i], 1e-9)) / np.log(_CELL)))
-        bk = (pod_class[i], tuple(bool(x > 0) for x in q), cb * 1000 + mb)
+    nz_pattern = [tuple(bool(x > 0) for x in q) for q in Q.tolist()]
+    logc = np.log(np.maximum(Q[:, cpu_i], 1e-9))
+    logm = np.log(np.maximum(Q[:, mem_i], 1e-9))
+    # log-spaced cells in cpu x memory (pods of one cell are within a factor `cell` of each other); the cells
+    # get coarser when the LP would otherwise grow past what solves in about a second
+    for cell in _CELLS:
+        cb = np.floor(logc / np.log(cell)).astype(np.int64)
+        mb = np.floor(logm / np.log(cell)).astype(np.int64)
+        keys_b = list(zip(pod_class, nz_pattern, cb.tolist(), mb.tolist(), strict=True))
+        if len(set(keys_b)) * n_o * (1 + n_r) <= _MAX_COLUMNS:
+            break
+    bucket_of: dict[tuple[int, tuple[bool, ...], int, int], int] = {}
+    pod_bucket = np.zeros(len(placed), dtype=np.int64)
+    for i, bk in enumerate(keys_b):
         if bk not in bucket_of:
             bucket_of[bk] = len(bucket_of)
         pod_bucket[i] = bucket_of[bk]

@@ -46,7 +46,12 @@ class InputError(ValueError):
     """Bad input; str() is the one-line message the CLI prints."""
 
 
-class _FieldError(Exception):
+class _FieldError(InputError):
+    """A bad field inside one object; parse_documents adds the file and document index to it.
+
+    It is an InputError (a ValueError) so that callers of parse_pod_spec can catch the public type.
+    """
+
     def __init__(self, path: str, message: str) -> None:
         super().__init__(f"{path}: {message}")
         self.path = path
@@ -61,6 +66,7 @@ class Workload:
     replicas: int
     selector: LabelSelector | None
     template: Pod
+    owner: tuple[str, str] | None = None  # (kind, name) of the controller, e.g. a ReplicaSet's Deployment
 
 
 @dataclass
@@ -135,12 +141,21 @@ def _resources(d: Any, path: str) -> Resources:
     return Resources(out)
 
 
+def _with_pods(r: Resources) -> Resources:
+    # a hand-written node or type often leaves out the pod count; the kubelet's default maxPods is 110
+    if r and "pods" not in r:
+        return r + Resources({"pods": 110_000})
+    return r
+
+
 def _requirement(d: Any, path: str) -> Requirement:
     o = _obj(d, path)
     key = _str(o.get("key"), f"{path}.key", required=True)
     op = _str(o.get("operator"), f"{path}.operator", required=True)
     if op not in OPERATORS:
-        raise _FieldError(f"{path}.operator", f"unknown operator {op!r} (expected one of {', '.join(OPERATORS)})")
+        raise _FieldError(
+            f"{path}.operator", f"unknown operator {op!r} (expected one of {', '.join(OPERATORS)})"
+        )
     values = [_str(v, f"{path}.values[{i}]") for i, v in enumerate(_list(o.get("values"), f"{path}.values"))]
     try:
         return Requirement.new(key, op, values)
@@ -152,11 +167,17 @@ def _label_selector(d: Any, path: str) -> LabelSelector | None:
     if d is None:
         return None
     o = _obj(d, path)
-    reqs = [Requirement.new(k, "In", [v]) for k, v in _str_map(o.get("matchLabels"), f"{path}.matchLabels").items()]
+    reqs = [
+        Requirement.new(k, "In", [v])
+        for k, v in _str_map(o.get("matchLabels"), f"{path}.matchLabels").items()
+    ]
     for i, e in enumerate(_list(o.get("matchExpressions"), f"{path}.matchExpressions")):
         r = _requirement(e, f"{path}.matchExpressions[{i}]")
         if r.operator not in ("In", "NotIn", "Exists", "DoesNotExist"):
-            raise _FieldError(f"{path}.matchExpressions[{i}].operator", f"operator {r.operator} not allowed in a label selector")
+            raise _FieldError(
+                f"{path}.matchExpressions[{i}].operator",
+                f"operator {r.operator} not allowed in a label selector",
+            )
         reqs.append(r)
     return LabelSelector(Requirements(reqs))
 
@@ -166,7 +187,9 @@ def _taint(d: Any, path: str) -> Taint:
     effect = _str(o.get("effect"), f"{path}.effect", required=True)
     if effect not in EFFECTS:
         raise _FieldError(f"{path}.effect", f"unknown effect {effect!r}")
-    return Taint(_str(o.get("key"), f"{path}.key", required=True), _str(o.get("value"), f"{path}.value"), effect)
+    return Taint(
+        _str(o.get("key"), f"{path}.key", required=True), _str(o.get("value"), f"{path}.value"), effect
+    )
 
 
 def _taints(d: Any, path: str) -> tuple[Taint, ...]:
@@ -187,7 +210,10 @@ def _toleration(d: Any, path: str) -> Toleration:
 def _affinity_term(d: Any, path: str, namespace: str) -> PodAffinityTerm:
     o = _obj(d, path)
     sel = _label_selector(o.get("labelSelector"), f"{path}.labelSelector")
-    nss = frozenset(_str(v, f"{path}.namespaces[{i}]") for i, v in enumerate(_list(o.get("namespaces"), f"{path}.namespaces")))
+    nss = frozenset(
+        _str(v, f"{path}.namespaces[{i}]")
+        for i, v in enumerate(_list(o.get("namespaces"), f"{path}.namespaces"))
+    )
     key = _str(o.get("topologyKey"), f"{path}.topologyKey", required=True)
     # a null selector selects nothing; model it as a requirement no pod can meet
     selector = sel or LabelSelector(Requirements([Requirement.new("loadmaster.dev/never", "In", ["\x00"])]))
@@ -210,7 +236,9 @@ def _containers(d: Any, path: str, *, init: bool) -> list[ContainerResources]:
     return out
 
 
-def parse_pod_spec(meta: Mapping[str, Any], spec: Mapping[str, Any], path: str, *, name: str, namespace: str) -> Pod:
+def parse_pod_spec(
+    meta: Mapping[str, Any], spec: Mapping[str, Any], path: str, *, name: str, namespace: str
+) -> Pod:
     sp = f"{path}spec"
     containers = _containers(spec.get("containers"), f"{sp}.containers", init=False)
     inits = _containers(spec.get("initContainers"), f"{sp}.initContainers", init=True)
@@ -226,11 +254,16 @@ def parse_pod_spec(meta: Mapping[str, Any], spec: Mapping[str, Any], path: str, 
     for i, t in enumerate(_list(req.get("nodeSelectorTerms"), f"{rp}.nodeSelectorTerms")):
         tp = f"{rp}.nodeSelectorTerms[{i}]"
         to = _obj(t, tp)
-        exprs = [_requirement(e, f"{tp}.matchExpressions[{j}]") for j, e in enumerate(_list(to.get("matchExpressions"), f"{tp}.matchExpressions"))]
+        exprs = [
+            _requirement(e, f"{tp}.matchExpressions[{j}]")
+            for j, e in enumerate(_list(to.get("matchExpressions"), f"{tp}.matchExpressions"))
+        ]
         for j, e in enumerate(_list(to.get("matchFields"), f"{tp}.matchFields")):
             r = _requirement(e, f"{tp}.matchFields[{j}]")
             # metadata.name is the only matchFields key; on a node it equals the hostname label
-            exprs.append(Requirement(HOSTNAME_LABEL, r.complement, r.values, r.allow_absent, r.gt, r.lt, r.operator))
+            exprs.append(
+                Requirement(HOSTNAME_LABEL, r.complement, r.values, r.allow_absent, r.gt, r.lt, r.operator)
+            )
         terms.append(Requirements(exprs))
     pp = f"{sp}.affinity.nodeAffinity.preferredDuringSchedulingIgnoredDuringExecution"
     preferred = []
@@ -239,7 +272,9 @@ def parse_pod_spec(meta: Mapping[str, Any], spec: Mapping[str, Any], path: str, 
         pref = _obj(to.get("preference"), f"{pp}[{i}].preference")
         exprs = [
             _requirement(e, f"{pp}[{i}].preference.matchExpressions[{j}]")
-            for j, e in enumerate(_list(pref.get("matchExpressions"), f"{pp}[{i}].preference.matchExpressions"))
+            for j, e in enumerate(
+                _list(pref.get("matchExpressions"), f"{pp}[{i}].preference.matchExpressions")
+            )
         ]
         preferred.append((_int(to.get("weight"), f"{pp}[{i}].weight", 1), Requirements(exprs)))
 
@@ -248,13 +283,28 @@ def parse_pod_spec(meta: Mapping[str, Any], spec: Mapping[str, Any], path: str, 
         o = _obj(aff.get(kind), base)
         rq = tuple(
             _affinity_term(t, f"{base}.requiredDuringSchedulingIgnoredDuringExecution[{i}]", namespace)
-            for i, t in enumerate(_list(o.get("requiredDuringSchedulingIgnoredDuringExecution"), f"{base}.requiredDuringSchedulingIgnoredDuringExecution"))
+            for i, t in enumerate(
+                _list(
+                    o.get("requiredDuringSchedulingIgnoredDuringExecution"),
+                    f"{base}.requiredDuringSchedulingIgnoredDuringExecution",
+                )
+            )
         )
         pf = []
-        for i, t in enumerate(_list(o.get("preferredDuringSchedulingIgnoredDuringExecution"), f"{base}.preferredDuringSchedulingIgnoredDuringExecution")):
+        for i, t in enumerate(
+            _list(
+                o.get("preferredDuringSchedulingIgnoredDuringExecution"),
+                f"{base}.preferredDuringSchedulingIgnoredDuringExecution",
+            )
+        ):
             tp = f"{base}.preferredDuringSchedulingIgnoredDuringExecution[{i}]"
             to = _obj(t, tp)
-            pf.append((_int(to.get("weight"), f"{tp}.weight", 1), _affinity_term(to.get("podAffinityTerm"), f"{tp}.podAffinityTerm", namespace)))
+            pf.append(
+                (
+                    _int(to.get("weight"), f"{tp}.weight", 1),
+                    _affinity_term(to.get("podAffinityTerm"), f"{tp}.podAffinityTerm", namespace),
+                )
+            )
         return rq, tuple(pf)
 
     affinity, pref_aff = pod_terms("podAffinity")
@@ -265,7 +315,9 @@ def parse_pod_spec(meta: Mapping[str, Any], spec: Mapping[str, Any], path: str, 
         to = _obj(t, tp)
         when = _str(to.get("whenUnsatisfiable"), f"{tp}.whenUnsatisfiable", default="DoNotSchedule")
         if when not in ("DoNotSchedule", "ScheduleAnyway"):
-            raise _FieldError(f"{tp}.whenUnsatisfiable", f"must be DoNotSchedule or ScheduleAnyway, got {when!r}")
+            raise _FieldError(
+                f"{tp}.whenUnsatisfiable", f"must be DoNotSchedule or ScheduleAnyway, got {when!r}"
+            )
         skew = _int(to.get("maxSkew"), f"{tp}.maxSkew", 1)
         if skew < 1:
             raise _FieldError(f"{tp}.maxSkew", "must be at least 1")
@@ -273,16 +325,29 @@ def parse_pod_spec(meta: Mapping[str, Any], spec: Mapping[str, Any], path: str, 
             Requirements([Requirement.new("loadmaster.dev/never", "In", ["\x00"])])
         )
         spreads.append(
-            TopologySpread(skew, _str(to.get("topologyKey"), f"{tp}.topologyKey", required=True), when, sel,
-                           _int(to.get("minDomains"), f"{tp}.minDomains", 1))
+            TopologySpread(
+                skew,
+                _str(to.get("topologyKey"), f"{tp}.topologyKey", required=True),
+                when,
+                sel,
+                _int(to.get("minDomains"), f"{tp}.minDomains", 1),
+            )
         )
     ports = []
     for i, c in enumerate(_list(spec.get("containers"), f"{sp}.containers")):
-        for j, p in enumerate(_list(_obj(c, f"{sp}.containers[{i}]").get("ports"), f"{sp}.containers[{i}].ports")):
+        for j, p in enumerate(
+            _list(_obj(c, f"{sp}.containers[{i}]").get("ports"), f"{sp}.containers[{i}].ports")
+        ):
             po = _obj(p, f"{sp}.containers[{i}].ports[{j}]")
             hp = _int(po.get("hostPort"), f"{sp}.containers[{i}].ports[{j}].hostPort", 0)
             if hp:
-                ports.append(HostPort(hp, _str(po.get("protocol"), "protocol", default="TCP"), _str(po.get("hostIP"), "hostIP")))
+                ports.append(
+                    HostPort(
+                        hp,
+                        _str(po.get("protocol"), "protocol", default="TCP"),
+                        _str(po.get("hostIP"), "hostIP"),
+                    )
+                )
     owners = _list(meta.get("ownerReferences"), f"{path}metadata.ownerReferences")
     owner = _obj(owners[0], f"{path}metadata.ownerReferences[0]") if owners else {}
     return Pod(
@@ -293,7 +358,10 @@ def parse_pod_spec(meta: Mapping[str, Any], spec: Mapping[str, Any], path: str, 
         node_selector=node_selector,
         required_terms=tuple(terms),
         preferred_terms=tuple(preferred),
-        tolerations=tuple(_toleration(t, f"{sp}.tolerations[{i}]") for i, t in enumerate(_list(spec.get("tolerations"), f"{sp}.tolerations"))),
+        tolerations=tuple(
+            _toleration(t, f"{sp}.tolerations[{i}]")
+            for i, t in enumerate(_list(spec.get("tolerations"), f"{sp}.tolerations"))
+        ),
         spread=tuple(spreads),
         affinity=affinity,
         anti_affinity=anti,
@@ -331,8 +399,8 @@ def _add_object(doc: Mapping[str, Any], out: Inputs) -> None:
         labels = _str_map(meta.get("labels"), "metadata.labels")
         status = _obj(doc.get("status"), "status")
         spec = _obj(doc.get("spec"), "spec")
-        alloc = _resources(status.get("allocatable"), "status.allocatable")
-        cap = _resources(status.get("capacity"), "status.capacity")
+        alloc = _with_pods(_resources(status.get("allocatable"), "status.allocatable"))
+        cap = _with_pods(_resources(status.get("capacity"), "status.capacity"))
         out.nodes.append(
             ExistingNodeSpec(
                 name=name,
@@ -350,19 +418,28 @@ def _add_object(doc: Mapping[str, Any], out: Inputs) -> None:
         labels = _str_map(meta.get("labels"), "metadata.labels")
         spec = _obj(doc.get("spec"), "spec")
         reqs = Requirements(
-            _requirement(r, f"spec.requirements[{i}]") for i, r in enumerate(_list(spec.get("requirements"), "spec.requirements"))
+            _requirement(r, f"spec.requirements[{i}]")
+            for i, r in enumerate(_list(spec.get("requirements"), "spec.requirements"))
         )
         merged = dict(reqs.pinned_labels())
         merged.update(labels)
         status = _obj(doc.get("status"), "status")
-        taints = _taints(spec.get("taints"), "spec.taints") + _taints(spec.get("startupTaints"), "spec.startupTaints")
+        taints = _taints(spec.get("taints"), "spec.taints") + _taints(
+            spec.get("startupTaints"), "spec.startupTaints"
+        )
         alloc = _resources(status.get("allocatable"), "status.allocatable")
         cap = _resources(status.get("capacity"), "status.capacity")
         node_name = _str(status.get("nodeName"), "status.nodeName")
         merged.setdefault(HOSTNAME_LABEL, node_name or name)
         spec_obj = ExistingNodeSpec(
-            name=name, labels=merged, allocatable=alloc or cap, taints=taints, initialized=False, kind="NodeClaim",
-            provider_id=_str(status.get("providerID"), "status.providerID"), capacity=cap or None,
+            name=name,
+            labels=merged,
+            allocatable=alloc or cap,
+            taints=taints,
+            initialized=False,
+            kind="NodeClaim",
+            provider_id=_str(status.get("providerID"), "status.providerID"),
+            capacity=cap or None,
         )
         out.nodeclaims.append((spec_obj, node_name))
     elif kind == "NodePool" and group == "karpenter.sh":
@@ -415,12 +492,17 @@ def _add_object(doc: Mapping[str, Any], out: Inputs) -> None:
             if ct not in ("spot", "on-demand", "reserved"):
                 raise _FieldError(f"{op}.capacityType", f"must be spot or on-demand, got {ct!r}")
             offerings.append(
-                Offering(_str(oo.get("zone"), f"{op}.zone", required=True), ct, None if price is None else float(price), avail)
+                Offering(
+                    _str(oo.get("zone"), f"{op}.zone", required=True),
+                    ct,
+                    None if price is None else float(price),
+                    avail,
+                )
             )
         out.instance_types.append(
             InstanceType(
                 name=name,
-                capacity=_resources(spec.get("capacity"), "spec.capacity"),
+                capacity=_with_pods(_resources(spec.get("capacity"), "spec.capacity")),
                 overhead=_resources(spec.get("overhead"), "spec.overhead"),
                 labels=_str_map(spec.get("labels"), "spec.labels"),
                 offerings=tuple(offerings),
@@ -431,8 +513,11 @@ def _add_object(doc: Mapping[str, Any], out: Inputs) -> None:
         spec = _obj(doc.get("spec"), "spec")
         tmpl = _obj(spec.get("template"), "spec.template")
         pod = parse_pod_spec(
-            _obj(tmpl.get("metadata"), "spec.template.metadata"), _obj(tmpl.get("spec"), "spec.template.spec"),
-            "spec.template.", name=name, namespace=ns,
+            _obj(tmpl.get("metadata"), "spec.template.metadata"),
+            _obj(tmpl.get("spec"), "spec.template.spec"),
+            "spec.template.",
+            name=name,
+            namespace=ns,
         )
         out.daemonsets.append(DaemonSet(ns, name, pod))
     elif (group, kind) in WORKLOAD_KINDS:
@@ -440,23 +525,34 @@ def _add_object(doc: Mapping[str, Any], out: Inputs) -> None:
         spec = _obj(doc.get("spec"), "spec")
         tmpl = _obj(spec.get("template"), "spec.template")
         pod = parse_pod_spec(
-            _obj(tmpl.get("metadata"), "spec.template.metadata"), _obj(tmpl.get("spec"), "spec.template.spec"),
-            "spec.template.", name=name, namespace=ns,
+            _obj(tmpl.get("metadata"), "spec.template.metadata"),
+            _obj(tmpl.get("spec"), "spec.template.spec"),
+            "spec.template.",
+            name=name,
+            namespace=ns,
         )
         if kind == "Job":
-            replicas = _int(spec.get("parallelism"), "spec.parallelism", _int(spec.get("completions"), "spec.completions", 1))
+            # a Job runs `parallelism` pods at once (default 1), never more than it has completions left
+            replicas = _int(spec.get("parallelism"), "spec.parallelism", 1)
+            if spec.get("completions") is not None:
+                replicas = min(replicas, _int(spec.get("completions"), "spec.completions", replicas))
         else:
             replicas = _int(spec.get("replicas"), "spec.replicas", 1)
         if replicas < 0:
             raise _FieldError("spec.replicas", "must not be negative")
         sel = _label_selector(spec.get("selector"), "spec.selector")
-        out.workloads.append(Workload(kind, ns, name, replicas, sel, pod))
+        owners = _list(meta.get("ownerReferences"), "metadata.ownerReferences")
+        first = _obj(owners[0], "metadata.ownerReferences[0]") if owners else {}
+        owner = (str(first.get("kind", "")), str(first.get("name", ""))) if first else None
+        out.workloads.append(Workload(kind, ns, name, replicas, sel, pod, owner))
     elif kind == "PodDisruptionBudget" and group == "policy":
         _, name, ns = _meta(doc)
         spec = _obj(doc.get("spec"), "spec")
         out.pdbs.append(
             PodDisruptionBudget(
-                ns, name, _obj(spec.get("selector"), "spec.selector"),
+                ns,
+                name,
+                _obj(spec.get("selector"), "spec.selector"),
                 None if spec.get("minAvailable") is None else str(spec.get("minAvailable")),
                 None if spec.get("maxUnavailable") is None else str(spec.get("maxUnavailable")),
             )
@@ -512,7 +608,9 @@ def parse_documents(text: str, filename: str, out: Inputs) -> None:
             items = [("", doc)]
         for prefix, item in items:
             if not isinstance(item, Mapping) or "apiVersion" not in item or "kind" not in item:
-                raise InputError(f"{where}: {prefix or ''}apiVersion: not a Kubernetes object (needs apiVersion and kind)")
+                raise InputError(
+                    f"{where}: {prefix or ''}apiVersion: not a Kubernetes object (needs apiVersion and kind)"
+                )
             try:
                 _add_object(item, out)
             except _FieldError as e:
@@ -543,8 +641,15 @@ def expand_workloads(inp: Inputs) -> None:
     """Pending pods for Deployments, StatefulSets, ReplicaSets and Jobs of which no pod was given."""
     given = inp.pending + inp.running
     names = {p.key for p in given}
+    present = {(w.namespace, w.kind, w.name) for w in inp.workloads}
     for w in sorted(inp.workloads, key=lambda w: (w.namespace, w.name, w.kind)):
-        if any(p.namespace == w.namespace and w.selector is not None and w.selector.matches(p.labels) for p in given):
+        # a ReplicaSet (or Job) whose controller is in the input too would be counted twice
+        if w.owner is not None and (w.namespace, *w.owner) in present:
+            continue
+        if any(
+            p.namespace == w.namespace and w.selector is not None and w.selector.matches(p.labels)
+            for p in given
+        ):
             continue
         if any(p.namespace == w.namespace and p.owner_name in (w.name,) for p in given):
             continue
@@ -555,10 +660,21 @@ def expand_workloads(inp: Inputs) -> None:
             t = w.template
             inp.pending.append(
                 Pod(
-                    name=name, namespace=w.namespace, labels=dict(t.labels), requests=t.requests,
-                    node_selector=t.node_selector, required_terms=t.required_terms, preferred_terms=t.preferred_terms,
-                    tolerations=t.tolerations, spread=t.spread, affinity=t.affinity, anti_affinity=t.anti_affinity,
-                    preferred_affinity=t.preferred_affinity, preferred_anti_affinity=t.preferred_anti_affinity,
-                    host_ports=t.host_ports, owner_kind=w.kind, owner_name=w.name,
+                    name=name,
+                    namespace=w.namespace,
+                    labels=dict(t.labels),
+                    requests=t.requests,
+                    node_selector=t.node_selector,
+                    required_terms=t.required_terms,
+                    preferred_terms=t.preferred_terms,
+                    tolerations=t.tolerations,
+                    spread=t.spread,
+                    affinity=t.affinity,
+                    anti_affinity=t.anti_affinity,
+                    preferred_affinity=t.preferred_affinity,
+                    preferred_anti_affinity=t.preferred_anti_affinity,
+                    host_ports=t.host_ports,
+                    owner_kind=w.kind,
+                    owner_name=w.name,
                 )
             )

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from collections.abc import Sequence
 from typing import Any, TextIO
@@ -25,7 +26,9 @@ class _Parser(argparse.ArgumentParser):
 
 def build_parser() -> argparse.ArgumentParser:
     p = _Parser(prog="python -m packing plan", description="Dry-run the provisioner over Kubernetes objects.")
-    p.add_argument("files", nargs="+", metavar="FILE", help="YAML or JSON files with Kubernetes objects ('-' = stdin)")
+    p.add_argument(
+        "files", nargs="+", metavar="FILE", help="YAML or JSON files with Kubernetes objects ('-' = stdin)"
+    )
     p.add_argument("--catalog", action="append", default=[], metavar="FILE", help="InstanceType documents")
     p.add_argument("--region", default="us-east-1", help="region of the built-in catalog (default us-east-1)")
     p.add_argument("--output", choices=("json", "text"), default="json")
@@ -51,7 +54,9 @@ def _builtin_catalog(inp: Inputs, region: str) -> list[InstanceType]:
     try:
         from packing.catalog import load_builtin
     except ImportError:
-        raise CatalogUnavailable("no built-in catalog yet: pass InstanceType documents with --catalog") from None
+        raise CatalogUnavailable(
+            "no built-in catalog yet: pass InstanceType documents with --catalog"
+        ) from None
     try:
         return list(load_builtin(region, kubelet=kubelet))
     except ValueError as e:
@@ -97,7 +102,12 @@ def render_json(res: Results) -> dict[str, Any]:
             for c in res.nodeclaims
         ],
         "existing_nodes": [
-            {"name": e.name, "kind": e.kind, "pods": sorted(p.key for p in e.pods), "price_per_hour": e.price_per_hour}
+            {
+                "name": e.name,
+                "kind": e.kind,
+                "pods": sorted(p.key for p in e.pods),
+                "price_per_hour": e.price_per_hour,
+            }
             for e in res.existing
         ],
         "unschedulable": [
@@ -123,7 +133,17 @@ def render_text(res: Results, out: TextIO) -> None:
         rows = [("NODECLAIM", "NODEPOOL", "TYPE", "ZONE", "CAPACITY", "$/H", "PODS")]
         for c in res.nodeclaims:
             pods = ", ".join(sorted(p.key for p in c.pods))
-            rows.append((c.name, c.nodepool, c.instance_type, c.zone, c.capacity_type, f"{c.price_per_hour:.4f}", pods))
+            rows.append(
+                (
+                    c.name,
+                    c.nodepool,
+                    c.instance_type,
+                    c.zone,
+                    c.capacity_type,
+                    f"{c.price_per_hour:.4f}",
+                    pods,
+                )
+            )
         widths = [max(len(r[i]) for r in rows) for i in range(6)]
         w("Nodes to launch:\n")
         for r in rows:
@@ -149,7 +169,9 @@ def render_text(res: Results, out: TextIO) -> None:
     w(f"Total cost: ${res.cost_per_hour:.4f}/h   Lower bound: {bound}   Solve: {res.solve_seconds:.3f}s\n")
 
 
-def main(argv: Sequence[str] | None = None, *, stdout: TextIO | None = None, stderr: TextIO | None = None) -> int:
+def main(
+    argv: Sequence[str] | None = None, *, stdout: TextIO | None = None, stderr: TextIO | None = None
+) -> int:
     stdout = stdout or sys.stdout
     stderr = stderr or sys.stderr
     try:
@@ -180,7 +202,16 @@ def main(argv: Sequence[str] | None = None, *, stdout: TextIO | None = None, std
         dup = sorted({n for n in names if names.count(n) > 1})[0]
         print(f"error: InstanceType {dup} is defined more than once", file=stderr)
         return 2
-    res = plan_from_inputs(inp, catalog)
+    try:
+        res = plan_from_inputs(inp, catalog)
+    except Exception as e:  # noqa: BLE001 - the CLI promises a one-line message, never a traceback
+        if os.environ.get("LOADMASTER_DEBUG"):
+            raise
+        print(
+            f"error: planning failed: {type(e).__name__}: {e} (set LOADMASTER_DEBUG=1 for details)",
+            file=stderr,
+        )
+        return 1
     if args.output == "json":
         json.dump(render_json(res), stdout, indent=2)
         stdout.write("\n")

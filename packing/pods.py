@@ -21,6 +21,7 @@ __all__ = [
 ]
 
 HOSTNAME = "kubernetes.io/hostname"
+_NO_TERMS: tuple[Requirements, ...] = (Requirements(),)
 ZONE = "topology.kubernetes.io/zone"
 
 
@@ -136,6 +137,8 @@ class Pod:
 
     def node_requirement_terms(self) -> tuple[Requirements, ...]:
         """nodeSelector folded into every required term, so each term alone is a full node requirement."""
+        if not self.node_selector and not self.required_terms:
+            return _NO_TERMS
         base = Requirements(Requirement.new(k, "In", [v]) for k, v in self.node_selector.items())
         if not self.required_terms:
             return (base,)

@@ -84,7 +84,14 @@ def format_quantity(milli: int, resource: str) -> str:
         b = milli // 1000
         if b == 0:
             return "0"
-        for suffix, size in (("Ei", 2**60), ("Pi", 2**50), ("Ti", 2**40), ("Gi", 2**30), ("Mi", 2**20), ("Ki", 2**10)):
+        for suffix, size in (
+            ("Ei", 2**60),
+            ("Pi", 2**50),
+            ("Ti", 2**40),
+            ("Gi", 2**30),
+            ("Mi", 2**20),
+            ("Ki", 2**10),
+        ):
             if b % size == 0:
                 return f"{b // size}{suffix}"
         return str(b)

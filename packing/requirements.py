@@ -100,7 +100,9 @@ class Requirement:
             complement, values = False, self.values & other.values
         r = Requirement(self.key, complement, values, self.allow_absent and other.allow_absent, gt, lt, "")
         if not complement and (gt is not None or lt is not None):
-            r = Requirement(self.key, False, frozenset(v for v in values if r._in_bounds(v)), r.allow_absent, gt, lt)
+            r = Requirement(
+                self.key, False, frozenset(v for v in values if r._in_bounds(v)), r.allow_absent, gt, lt
+            )
         return r
 
     def is_empty(self) -> bool:

@@ -10,7 +10,11 @@ __all__ = ["EFFECTS", "EPHEMERAL_TAINT_KEYS", "Taint", "Toleration", "first_unto
 EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
 # Taints a node carries only while it boots; Karpenter ignores them when simulating an uninitialized node.
 EPHEMERAL_TAINT_KEYS = frozenset(
-    {"node.kubernetes.io/not-ready", "node.kubernetes.io/unreachable", "node.cloudprovider.kubernetes.io/uninitialized"}
+    {
+        "node.kubernetes.io/not-ready",
+        "node.kubernetes.io/unreachable",
+        "node.cloudprovider.kubernetes.io/uninitialized",
+    }
 )
 
 

@@ -14,8 +14,13 @@ def synthetic_catalog(seed: int = 7, count: int = 520) -> list[InstanceType]:
     """>= 500 types across families with different cpu:memory ratios and non-linear $/resource."""
     rnd = random.Random(seed)
     families = [
-        ("c", 2, 0.0425, "amd64"), ("m", 4, 0.048, "amd64"), ("r", 8, 0.063, "amd64"), ("x", 16, 0.083, "amd64"),
-        ("c7g", 2, 0.0363, "arm64"), ("m7g", 4, 0.0408, "arm64"), ("r7g", 8, 0.0536, "arm64"),
+        ("c", 2, 0.0425, "amd64"),
+        ("m", 4, 0.048, "amd64"),
+        ("r", 8, 0.063, "amd64"),
+        ("x", 16, 0.083, "amd64"),
+        ("c7g", 2, 0.0363, "arm64"),
+        ("m7g", 4, 0.0408, "arm64"),
+        ("r7g", 8, 0.0536, "arm64"),
     ]
     sizes = [1, 2, 4, 8, 12, 16, 24, 32, 48, 64, 96]
     out: list[InstanceType] = []
@@ -29,7 +34,9 @@ def synthetic_catalog(seed: int = 7, count: int = 520) -> list[InstanceType]:
                 vcpu = s * 2 if s > 1 else 2
                 mem_gib = vcpu * ratio
                 # bigger sizes are slightly cheaper per vCPU, newer generations slightly dearer, plus noise
-                price = base * vcpu * (1.0 - 0.015 * (s ** 0.5)) * (1 + 0.03 * (gen - 1)) * rnd.uniform(0.97, 1.05)
+                price = (
+                    base * vcpu * (1.0 - 0.015 * (s**0.5)) * (1 + 0.03 * (gen - 1)) * rnd.uniform(0.97, 1.05)
+                )
                 pods = 110 if vcpu >= 8 else 29
                 name = f"{fam}{gen}.{s}x"
                 gpu = 0

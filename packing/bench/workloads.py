@@ -88,14 +88,23 @@ def taints_arm_spot(n: int, seed: int = 3) -> Workload:
         kind = i % 4
         r = _res(rnd.randint(1, 40) * 100, rnd.randint(1, 64) * 128)
         if kind == 0:
-            pods.append(Pod(f"batch-{i}", requests=r, tolerations=(Toleration("dedicated", "Equal", "batch", "NoSchedule"),)))
+            pods.append(
+                Pod(
+                    f"batch-{i}",
+                    requests=r,
+                    tolerations=(Toleration("dedicated", "Equal", "batch", "NoSchedule"),),
+                )
+            )
         elif kind == 1:
             pods.append(Pod(f"arm-{i}", requests=r, node_selector={"kubernetes.io/arch": "arm64"}))
         elif kind == 2:
             pods.append(
                 Pod(
-                    f"spot-{i}", requests=r,
-                    required_terms=(Requirements([Requirement.new("karpenter.sh/capacity-type", "In", ["spot"])]),),
+                    f"spot-{i}",
+                    requests=r,
+                    required_terms=(
+                        Requirements([Requirement.new("karpenter.sh/capacity-type", "In", ["spot"])]),
+                    ),
                 )
             )
         else:

@@ -32,44 +32,48 @@ def _fill(pods: IntArray, order: IntArray, alloc: IntArray, window: int = 192) -
     """First-fit decreasing, one node at a time: take the longest prefix that fits, then fill the gaps.
 
     Only the head (largest remaining) and the tail (smallest remaining) of the sorted list are searched for gap
-    fillers: that is where first-fit finds them, and it keeps each node O(window) instead of O(pods).
+    fillers: that is where first-fit finds them, and it keeps each node O(window) instead of O(pods). Placed
+    pods are only marked, never removed, so no node pays for copying the whole list.
     """
-    remaining = order.copy()
-    rows_all = pods[remaining]
+    rows_all = pods[order]
+    m = order.size
+    alive = np.ones(m, dtype=bool)
+    start, end = 0, m
     bins: list[list[int]] = []
-    while remaining.size:
-        cap = alloc.copy()
-        head = rows_all[:window]
-        csum = np.cumsum(head, axis=0)
-        ok = (csum <= cap).all(axis=1)
+    while True:
+        while start < end and not alive[start]:
+            start += 1
+        while end > start and not alive[end - 1]:
+            end -= 1
+        if start >= end:
+            break
+        head = np.flatnonzero(alive[start : min(end, start + 4 * window)])[:window] + start
+        rows = rows_all[head]
+        csum = np.cumsum(rows, axis=0)
+        ok = (csum <= alloc).all(axis=1)
         k = int(np.argmin(ok)) if not ok.all() else ok.size
         k = max(k, 1)  # callers guarantee every pod fits alone
-        cap = cap - csum[k - 1]
-        take = np.zeros(remaining.size, dtype=bool)
-        take[:k] = True
-        m = remaining.size
-        if m > k:
-            lo = k
-            hi_start = max(k, m - window)
-            idx = np.arange(lo, min(m, lo + window))
-            if hi_start > lo + window:
-                idx = np.concatenate([idx, np.arange(hi_start, m)])
-            cand = rows_all[idx]
-            while idx.size:
-                fit = (cand <= cap).all(axis=1)
-                if not fit.any():
-                    break
-                j = int(np.argmax(fit))
-                cap = cap - cand[j]
-                take[idx[j]] = True
-                fit[j] = False
-                keep = np.ones(idx.size, dtype=bool)
-                keep[j] = False
-                idx = idx[keep]
-                cand = cand[keep]
-        bins.append(remaining[take].tolist())
-        remaining = remaining[~take]
-        rows_all = rows_all[~take]
+        cap = alloc - csum[k - 1]
+        taken = [int(i) for i in head[:k]]
+        alive[head[:k]] = False
+        lo_tail = max(start, end - 4 * window)
+        tail = np.flatnonzero(alive[lo_tail:end])[-window:] + lo_tail
+        idx = np.unique(np.concatenate([head[k:], tail]))
+        idx = idx[alive[idx]]
+        cand = rows_all[idx]
+        while idx.size:
+            fit = (cand <= cap).all(axis=1)
+            if not fit.any():
+                break
+            j = int(np.argmax(fit))
+            cap = cap - cand[j]
+            taken.append(int(idx[j]))
+            alive[idx[j]] = False
+            keep = fit.copy()
+            keep[j] = False
+            idx = idx[keep]
+            cand = cand[keep]
+        bins.append([int(order[i]) for i in taken])
     return bins
 
 
@@ -91,7 +95,9 @@ def _pack_single(pods: IntArray, allocs: IntArray, prices: Sequence[float], *, t
     if n == 0:
         return []
     price = np.asarray(prices, dtype=np.float64)
-    fits_pod = (pods[:, None, :] <= allocs[None, :, :]).all(axis=2) if n * allocs.shape[0] <= 4_000_000 else None
+    fits_pod = (
+        (pods[:, None, :] <= allocs[None, :, :]).all(axis=2) if n * allocs.shape[0] <= 4_000_000 else None
+    )
     result: list[Bin] = []
     todo = np.arange(n)
     while todo.size:
@@ -133,10 +139,15 @@ def _pack_single(pods: IntArray, allocs: IntArray, prices: Sequence[float], *, t
                 cost += float(price[o])
                 bins.append(Bin(o, tuple(int(members[i]) for i in b)))
             per_pod = cost / max(members.size, 1)
-            best_per_pod = best_cost / max(chosen_members.size, 1) if chosen_members is not None else np.inf
-            if best_bins is None or members.size > chosen_members.size or (  # type: ignore[union-attr]
-                members.size == chosen_members.size and per_pod < best_per_pod  # type: ignore[union-attr]
-            ):
+            # prefer the type that takes the most pods, then the lowest cost per pod
+            if chosen_members is None:
+                better = True
+            else:
+                best_per_pod = best_cost / max(chosen_members.size, 1)
+                better = members.size > chosen_members.size or (
+                    members.size == chosen_members.size and per_pod < best_per_pod
+                )
+            if better:
                 best_bins, best_cost, chosen_members = bins, cost, members
         assert best_bins is not None and chosen_members is not None
         result.extend(best_bins)
@@ -148,28 +159,167 @@ def _cost(bins: list[Bin], price: npt.NDArray[np.float64]) -> float:
     return float(sum(price[b.option] for b in bins))
 
 
-def _pack_by_share(pods: IntArray, allocs: IntArray, price: npt.NDArray[np.float64]) -> list[Bin]:
-    """Each pod goes to the type where its share of a node ($/h x its largest fraction of the node) is lowest.
-
-    cpu-heavy pods thus gather on compute types, memory-heavy ones on memory types, small ones on the types
-    with the cheapest slots; then each type's pods are packed first-fit decreasing and the partly filled nodes
-    are re-packed together so that every type does not leave its own stranded last node.
-    """
+def _shares(
+    pods: IntArray, allocs: IntArray, price: npt.NDArray[np.float64], weight: npt.NDArray[np.float64]
+) -> IntArray:
+    """For each pod, the option where its share of a node ($/h x its largest fraction of the node) is lowest."""
     n = pods.shape[0]
     fa = np.where(allocs > 0, allocs, 1).astype(np.float64)
+    eff = price * weight
     best = np.empty(n, dtype=np.int64)
     for s0 in range(0, n, 512):
         chunk = pods[s0 : s0 + 512].astype(np.float64)
         frac = chunk[:, None, :] / fa[None, :, :]
         frac = np.where((allocs[None, :, :] == 0) & (chunk[:, None, :] > 0), np.inf, frac)
-        share = frac.max(axis=2) * price[None, :]
-        share = np.where(frac.max(axis=2) > 1.0, np.inf, share)
+        biggest = frac.max(axis=2)
+        share = np.where(biggest > 1.0, np.inf, biggest * eff[None, :])
         best[s0 : s0 + 512] = np.argmin(share, axis=1)
+    return best
+
+
+def _pack_by_share(
+    pods: IntArray, allocs: IntArray, price: npt.NDArray[np.float64], rounds: int = 2
+) -> list[Bin]:
+    """Each pod goes to the type where its share of a node is cheapest; each type's pods are then packed.
+
+    cpu-heavy pods thus gather on compute types, memory-heavy ones on memory types, small ones on the types
+    with the cheapest slots; each type's pods are packed first-fit decreasing and the partly filled nodes are
+    re-packed together so that every type does not leave its own stranded last node. A second round charges
+    each type what packing it really cost per unit of share (big pods strand room on small types), and the
+    cheaper of the two plans is kept.
+    """
+    weight = np.ones(len(price))
+    best_bins: list[Bin] = []
+    best_cost = np.inf
+    for _ in range(rounds):
+        assign = _shares(pods, allocs, price, weight)
+        bins = _pack_assigned(pods, allocs, price, assign)
+        cost = _cost(bins, price)
+        if cost < best_cost:
+            best_bins, best_cost = bins, cost
+        # what each type's pods cost once packed, relative to the sum of their ideal shares
+        fa = np.where(allocs > 0, allocs, 1).astype(np.float64)
+        for t in np.unique(assign).tolist():
+            members = np.flatnonzero(assign == t)
+            ideal = float(((pods[members] / fa[t]).max(axis=1)).sum() * price[t])
+            real = sum(price[b.option] for b in bins if assign[b.pods[0]] == t)
+            if ideal > 0:
+                weight[t] = max(1.0, real / ideal)
+    return best_bins
+
+
+def _assign_by_lp(pods: IntArray, allocs: IntArray, price: npt.NDArray[np.float64]) -> IntArray | None:
+    """Which option each pod should go to, from the LP over pod cells (pods of similar shape) and node types.
+
+    The LP chooses the mix of types that covers the pods' combined cpu, memory and slots most cheaply while
+    keeping each pod's resources together (cells use their mean shape); pods of a cell are then dealt out to
+    the types in the LP's proportions, largest pods to the largest types.
+    """
+    from packing.bound import _highs
+
+    n, n_r = pods.shape
+    n_o = allocs.shape[0]
+    scale = np.maximum(allocs.max(axis=0), 1).astype(np.float64)
+    q = pods / scale
+    cells: dict[tuple[int, ...], list[int]] = {}
+    logs = np.floor(np.log(np.maximum(q, 1e-12)) / np.log(1.7)).astype(np.int64)
+    logs[q <= 0] = -(10**6)
+    for i, key in enumerate(map(tuple, logs.tolist())):
+        cells.setdefault(key, []).append(i)
+    if len(cells) * n_o > 60_000:
+        return None
+    cell_list = list(cells.values())
+    means = np.array([q[c].mean(axis=0) for c in cell_list])
+    biggest = np.array([q[c].max(axis=0) for c in cell_list])
+    a = allocs / scale
+    fits = (a[None, :, :] >= biggest[:, None, :] - 1e-12).all(axis=2)
+    h = _highs()
+    inf = 1e30
+    # rows: one demand row per cell (== count), then capacity rows per (option, resource)
+    n_c = len(cell_list)
+    lo = [float(len(c)) for c in cell_list] + [-inf] * (n_o * n_r)
+    hi = [float(len(c)) for c in cell_list] + [0.0] * (n_o * n_r)
+    costs: list[float] = list(price)
+    starts: list[int] = []
+    index: list[int] = []
+    value: list[float] = []
+    for o in range(n_o):
+        starts.append(len(index))
+        for r in range(n_r):
+            if a[o, r] > 0:
+                index.append(n_c + o * n_r + r)
+                value.append(-float(a[o, r]))
+    col_cell: list[tuple[int, int]] = []
+    for c in range(n_c):
+        for o in np.flatnonzero(fits[c]).tolist():
+            starts.append(len(index))
+            costs.append(0.0)
+            col_cell.append((c, o))
+            index.append(c)
+            value.append(1.0)
+            for r in range(n_r):
+                if means[c, r] > 0:
+                    index.append(n_c + o * n_r + r)
+                    value.append(float(means[c, r]))
+    n_cols = len(costs)
+    h.addRows(
+        len(lo),
+        np.array(lo),
+        np.array(hi),
+        0,
+        np.zeros(0, dtype=np.int32),
+        np.zeros(0, dtype=np.int32),
+        np.zeros(0),
+    )
+    h.addCols(
+        n_cols,
+        np.array(costs),
+        np.zeros(n_cols),
+        np.full(n_cols, inf),
+        len(index),
+        np.array(starts, dtype=np.int32),
+        np.array(index, dtype=np.int32),
+        np.array(value),
+    )
+    h.run()
+    import highspy
+
+    if h.getModelStatus() != highspy.HighsModelStatus.kOptimal:
+        return None
+    sol = np.asarray(h.getSolution().col_value)
+    assign = np.full(n, -1, dtype=np.int64)
+    per_cell: dict[int, list[tuple[float, int]]] = {}
+    for j, (c, o) in enumerate(col_cell):
+        y = float(sol[n_o + j])
+        if y > 1e-9:
+            per_cell.setdefault(c, []).append((y, o))
+    for c, members in enumerate(cell_list):
+        shares = sorted(per_cell.get(c, []), key=lambda t: (-float(allocs[t[1]].sum()), t[1]))
+        if not shares:
+            return None
+        order = sorted(members, key=lambda i: (-float(q[i].sum()), i))
+        total = sum(y for y, _ in shares)
+        pos = 0
+        acc = 0.0
+        for k, (y, o) in enumerate(shares):
+            acc += y
+            end = len(order) if k == len(shares) - 1 else int(round(acc / total * len(order)))
+            for i in order[pos:end]:
+                assign[i] = o
+            pos = end
+    return assign
+
+
+def _pack_assigned(
+    pods: IntArray, allocs: IntArray, price: npt.NDArray[np.float64], assign: IntArray
+) -> list[Bin]:
     bins: list[Bin] = []
-    for t in np.unique(best).tolist():
-        members = np.flatnonzero(best == t)
+    for t in np.unique(assign).tolist():
+        members = np.flatnonzero(assign == t)
         alloc = allocs[t]
         rows = pods[members]
+        if not bool((rows <= alloc).all()):
+            return []
         scale = np.where(alloc > 0, alloc, 1).astype(np.float64)
         size = (rows / scale).max(axis=1) + 1e-3 * (rows / scale).sum(axis=1)
         order = np.lexsort((members, -size)).astype(np.int64)
@@ -177,31 +327,90 @@ def _pack_by_share(pods: IntArray, allocs: IntArray, price: npt.NDArray[np.float
             total = rows[b].sum(axis=0)
             o = cheapest_fitting(total, allocs, price)
             bins.append(Bin(o if o >= 0 else t, tuple(int(members[i]) for i in b)))
-    # re-pack the poorly used nodes together
+    return _consolidate(pods, allocs, price, bins)
+
+
+def _consolidate(
+    pods: IntArray, allocs: IntArray, price: npt.NDArray[np.float64], bins: list[Bin]
+) -> list[Bin]:
+    """Re-pack the poorly used nodes together when that is cheaper (each type's last node is usually one)."""
     util = []
     for bn in bins:
         total = pods[list(bn.pods)].sum(axis=0).astype(np.float64)
         util.append(float((total / np.where(allocs[bn.option] > 0, allocs[bn.option], 1)).max()))
     weak = [i for i, u in enumerate(util) if u < 0.85]
     if len(weak) > 1:
+        weak_set = set(weak)
         weak_pods = np.array(sorted(p for i in weak for p in bins[i].pods), dtype=np.int64)
-        repacked = _pack_single(pods[weak_pods], allocs, price.tolist())
+        repacked = _pack_single(pods[weak_pods], allocs, price.tolist(), tries=2)
         old = sum(price[bins[i].option] for i in weak)
         if _cost(repacked, price) < old:
-            keep = [b for i, b in enumerate(bins) if i not in set(weak)]
+            keep = [b for i, b in enumerate(bins) if i not in weak_set]
             bins = keep + [Bin(b.option, tuple(int(weak_pods[i]) for i in b.pods)) for b in repacked]
     return bins
+
+
+def _eliminate_bins(
+    pods: IntArray, allocs: IntArray, price: npt.NDArray[np.float64], bins: list[Bin], *, share: float = 0.3
+) -> list[Bin]:
+    """Empty the least used nodes into the spare room of the others, and drop the nodes that end up empty.
+
+    Packing leaves a little room on most nodes; together that room often holds every pod of the emptiest
+    nodes. Only whole nodes are moved (a partial move saves nothing), dearest-per-use nodes first.
+    """
+    if len(bins) < 2:
+        return bins
+    contents = [list(b.pods) for b in bins]
+    used = np.array([pods[c].sum(axis=0) for c in contents], dtype=np.int64)
+    cap = allocs[[b.option for b in bins]]
+    free = cap - used
+    fa = np.where(cap > 0, cap, 1).astype(np.float64)
+    util = (used / fa).max(axis=1)
+    alive = np.ones(len(bins), dtype=bool)
+    order = np.argsort(util / np.maximum(price[[b.option for b in bins]], 1e-12), kind="stable")
+    for w in order[: max(1, int(len(bins) * share))].tolist():
+        alive[w] = False
+        moves: list[tuple[int, int]] = []
+        trial = free.copy()
+        ok = True
+        for p in sorted(contents[w], key=lambda i: -int(pods[i].sum())):
+            fits = np.flatnonzero(alive & (trial >= pods[p]).all(axis=1))
+            if not fits.size:
+                ok = False
+                break
+            j = int(fits[0])
+            trial[j] -= pods[p]
+            moves.append((p, j))
+        if not ok:
+            alive[w] = True
+            continue
+        free = trial
+        for p, j in moves:
+            contents[j].append(p)
+        contents[w] = []
+    return [Bin(b.option, tuple(contents[i])) for i, b in enumerate(bins) if alive[i] and contents[i]]
 
 
 def pack(pods: IntArray, allocs: IntArray, prices: Sequence[float], *, tries: int = 3) -> list[Bin]:
     """Pack every pod (rows of `pods`) into nodes drawn from the options (rows of `allocs`) at minimum cost.
 
-    Two strategies are run, one node type for the whole set and one type per pod by its share of a node, and
-    the cheaper plan wins. Every pod must fit at least one option on its own. Deterministic.
+    Up to three strategies are run (one type per pod by its share of a node; LP-guided type mix; one type for
+    the whole set) and the cheapest plan wins. Every pod must fit at least one option on its own.
+    Deterministic.
     """
     if pods.shape[0] == 0:
         return []
     price = np.asarray(prices, dtype=np.float64)
-    single = _pack_single(pods, allocs, prices, tries=tries)
-    by_share = _pack_by_share(pods, allocs, price)
-    return by_share if _cost(by_share, price) < _cost(single, price) else single
+    plans = [_pack_by_share(pods, allocs, price, rounds=2 if pods.shape[0] <= 3000 else 1)]
+    # on smaller sets the LP-guided and single-type plans are cheap enough to compare as well; on large
+    # ones the share plan has measured best (the LP's rounding loses more than its better type mix gains)
+    if 8 <= pods.shape[0] <= 3000:
+        assign = _assign_by_lp(pods, allocs, price)
+        if assign is not None and (assign >= 0).all():
+            guided = _pack_assigned(pods, allocs, price, assign)
+            if guided:
+                plans.append(guided)
+    if pods.shape[0] <= 3000:
+        plans.append(_pack_single(pods, allocs, prices, tries=tries))
+    best = min(plans, key=lambda b: _cost(b, price))
+    return _eliminate_bins(pods, allocs, price, best)

@@ -63,7 +63,10 @@ def explain_pool(s: _Solve, ctx: PodContext, tpl: PoolTemplate) -> str:
         reqs = tpl.base.intersect(term)
         bad = tpl.pool_key_failure(reqs)
         if bad is not None:
-            first_problem = first_problem or f"requirement {term.get(bad.key) or bad} is not satisfied by the nodepool's labels"
+            first_problem = (
+                first_problem
+                or f"requirement {term.get(bad.key) or bad} is not satisfied by the nodepool's labels"
+            )
             continue
         if not tpl.viable(reqs):
             if not first_problem:
@@ -75,7 +78,9 @@ def explain_pool(s: _Solve, ctx: PodContext, tpl: PoolTemplate) -> str:
                 first_problem = (
                     f"requirement {culprit} matches no offering"
                     if culprit is not None
-                    else "requirements " + "; ".join(str(r) for r in term.values()) + " together match no offering"
+                    else "requirements "
+                    + "; ".join(str(r) for r in term.values())
+                    + " together match no offering"
                 )
             continue
         term_reqs = reqs
@@ -104,11 +109,13 @@ def explain_pool(s: _Solve, ctx: PodContext, tpl: PoolTemplate) -> str:
                 )
         return "nodepool limits would be exceeded"
     # everything static passes, so a dynamic constraint (topology, host ports) must have failed
-    from packing.scheduling.scheduler import NodeClaim, _topology_pins
-
     import numpy as np
 
-    probe = NodeClaim(f"{tpl.name}-probe", tpl, tpl.base, np.array([o.index for o in fitting], dtype=np.int64))
+    from packing.scheduling.scheduler import NodeClaim, _topology_pins
+
+    probe = NodeClaim(
+        f"{tpl.name}-probe", tpl, tpl.base, np.array([o.index for o in fitting], dtype=np.int64)
+    )
     for term in ctx.terms:
         reqs = tpl.base.intersect(term)
         pinned = _topology_pins(ctx, s.topo, probe.name, reqs, tpl)

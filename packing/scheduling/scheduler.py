@@ -2,18 +2,25 @@
 
 Structured like Karpenter's pkg/controllers/provisioning/scheduling: pods are taken largest first; each is tried
 on existing nodes (and in-flight NodeClaims), then on NodeClaims opened earlier in this solve, then on a new
-NodeClaim from the heaviest NodePool that accepts it. Pods with no topology involvement skip the pod-by-pod
-greedy for new capacity and are packed in bulk by packer.pack, which is where the plan gets cheaper than
-Karpenter's. solve() does no I/O and mutates nothing it was given, so the disruption engine can call it
-repeatedly with nodes removed.
+NodeClaim from the heaviest NodePool that accepts it, relaxing preferences one step at a time when nothing
+takes it. Two departures make the plan cheaper than Karpenter's:
+
+- pods with no topology involvement (no spread, pod (anti-)affinity or host ports, and selected by none)
+  skip the pod-by-pod greedy for new capacity and are packed in bulk by packer.pack;
+- pod-by-pod NodeClaims may not grow past the most cost-efficient node size for the pending pods, so
+  first-fit does not end in oversized (often metal) types with poor $/resource.
+
+solve() does no I/O and mutates nothing it was given, so the disruption engine can call it repeatedly with
+nodes removed (exclude_nodes).
 """
 
 from __future__ import annotations
 
 import operator
 import time
-from collections.abc import Collection, Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Generic, Protocol, TypeVar
 
 import numpy as np
 import numpy.typing as npt
@@ -85,7 +92,9 @@ class TypeOption:
     alloc: Vec
     offerings: tuple[Offering, ...]
     index: int = 0
-    _offer_cache: dict[tuple[Requirement | None, Requirement | None], Offering | None] = field(default_factory=dict)
+    _offer_cache: dict[tuple[Requirement | None, Requirement | None], Offering | None] = field(
+        default_factory=dict
+    )
 
     def offering_for(self, reqs: Requirements) -> Offering | None:
         """Cheapest available offering the requirements allow, spot first when spot is allowed."""
@@ -145,7 +154,11 @@ class PoolTemplate:
         for it in catalog:
             labels = dict(it.labels)
             labels[INSTANCE_TYPE_LABEL] = it.name
-            if not all(r.has(labels.get(k)) for k, r in type_reqs.items() if k not in (ZONE_LABEL, CAPACITY_TYPE_LABEL)):
+            if not all(
+                r.has(labels.get(k))
+                for k, r in type_reqs.items()
+                if k not in (ZONE_LABEL, CAPACITY_TYPE_LABEL)
+            ):
                 continue
             offs = tuple(
                 o
@@ -165,7 +178,9 @@ class PoolTemplate:
         for i, o in enumerate(options):
             o.index = i
         self.options = options
-        self.alloc_matrix = np.array([list(o.alloc) for o in options], dtype=np.int64).reshape(len(options), len(keys))
+        self.alloc_matrix = np.array([list(o.alloc) for o in options], dtype=np.int64).reshape(
+            len(options), len(keys)
+        )
         self._viable_cache: dict[Requirements, list[TypeOption]] = {}
         self._mask_cache: dict[Requirements, npt.NDArray[np.bool_]] = {}
         self.universe: dict[str, frozenset[str]] = {}
@@ -182,7 +197,8 @@ class PoolTemplate:
                 if not all(r.has(o.labels.get(k)) for k, r in plain):
                     continue
                 if (zr is not None or cr is not None) and not any(
-                    (zr is None or zr.has(x.zone)) and (cr is None or cr.has(x.capacity_type)) for x in o.offerings
+                    (zr is None or zr.has(x.zone)) and (cr is None or cr.has(x.capacity_type))
+                    for x in o.offerings
                 ):
                     continue
                 hit.append(o)
@@ -262,7 +278,9 @@ class PodContext:
 class ExistingNode:
     """A Node or in-flight NodeClaim with the room left on it."""
 
-    def __init__(self, spec: ExistingNodeSpec, free: Vec, ports: list[HostPort], pool: NodePool | None) -> None:
+    def __init__(
+        self, spec: ExistingNodeSpec, free: Vec, ports: list[HostPort], pool: NodePool | None
+    ) -> None:
         self.spec = spec
         self.name = spec.name
         self.labels = dict(spec.labels)
@@ -276,6 +294,10 @@ class ExistingNode:
         self.free = free
         self.ports = ports
         self.pods: list[Pod] = []
+        self.pos = -1
+
+    def free_room(self) -> Vec:
+        return self.free
 
     def can_add(self, ctx: PodContext, topo: Topology) -> str | None:
         if not _fits(ctx.vec, self.free):
@@ -288,7 +310,7 @@ class ExistingNode:
         for hp in ctx.pod.host_ports:
             if any(hp.conflicts(o) for o in self.ports):
                 return f"host port {hp.port}/{hp.protocol} in use"
-        for g in _constraints(ctx, topo):
+        for g in ctx.owned:
             d = self.labels.get(g.key)
             if d is None or not g.allowed([d], self_match=g.selects(ctx.pod.namespace, ctx.pod.labels)):
                 return g.describe()
@@ -303,13 +325,7 @@ class ExistingNode:
         self.free = tuple(map(operator.sub, self.free, ctx.vec))
         self.ports.extend(ctx.pod.host_ports)
         self.pods.append(ctx.pod)
-        topo.record(ctx.pod, _constraints(ctx, topo), self.labels)
-
-
-def _constraints(ctx: PodContext, topo: Topology) -> list[TopologyGroup]:
-    """The topology groups this pod must satisfy right now (preferences that were relaxed are gone)."""
-    out = list(ctx.owned)
-    return out
+        topo.record(ctx.pod, ctx.owned, self.labels)
 
 
 class NodeClaim:
@@ -331,6 +347,10 @@ class NodeClaim:
         self.chosen: TypeOption | None = None
         self.offering: Offering | None = None
         self.base_reqs = reqs
+        self.pos = -1
+
+    def free_room(self) -> Vec:
+        return tuple(map(operator.sub, self.cap_max, self.used))
 
     @property
     def options(self) -> list[TypeOption]:
@@ -418,6 +438,68 @@ class NodeClaim:
         self.cap_max = o.alloc
 
 
+class _HasRoom(Protocol):
+    pos: int
+
+    def free_room(self) -> Vec: ...
+
+
+RoomT = TypeVar("RoomT", bound=_HasRoom)
+
+
+class _FirstFitIndex(Generic[RoomT]):
+    """Nodes or NodeClaims in first-fit order, with the largest free room per block of them.
+
+    First-fit over thousands of candidates would test every one for every pod; a block whose best free room
+    cannot hold the pod is skipped whole, which keeps first-fit order while touching few candidates.
+    """
+
+    BLOCK = 32
+
+    def __init__(self, items: Iterable[RoomT] = ()) -> None:
+        self.items: list[RoomT] = []
+        self.block_max: list[Vec] = []
+        for it in items:
+            self.append(it)
+
+    def append(self, item: RoomT) -> None:
+        item.pos = len(self.items)
+        self.items.append(item)
+        free = item.free_room()
+        if item.pos % self.BLOCK == 0:
+            self.block_max.append(free)
+        else:
+            b = item.pos // self.BLOCK
+            self.block_max[b] = tuple(map(max, self.block_max[b], free))
+
+    def update(self, item: RoomT) -> None:
+        b = item.pos // self.BLOCK
+        frees = [c.free_room() for c in self.items[b * self.BLOCK : (b + 1) * self.BLOCK]]
+        self.block_max[b] = tuple(max(col) for col in zip(*frees, strict=True))
+
+    def rebuild(self) -> None:
+        items = self.items
+        self.items, self.block_max = [], []
+        for c in items:
+            self.append(c)
+
+    def candidates(self, vec: Vec) -> Iterator[RoomT]:
+        B = self.BLOCK
+        items = self.items
+        for b, bm in enumerate(self.block_max):
+            if not _fits(vec, bm):
+                continue
+            for c in items[b * B : (b + 1) * B]:
+                if _fits(vec, c.free_room()):
+                    yield c
+
+    def __iter__(self) -> Iterator[RoomT]:
+        return iter(self.items)
+
+    def __len__(self) -> int:
+        return len(self.items)
+
+
 def _topology_pins(
     ctx: PodContext, topo: Topology, hostname: str, reqs: Requirements, tpl: PoolTemplate
 ) -> Requirements | str:
@@ -440,7 +522,7 @@ def _topology_pins(
                     return g.describe()
             continue
         current = reqs.get(key)
-        universe = topo_universe(tpl, reqs, key)
+        universe = topo_universe(tpl, key)
         cands = sorted(v for v in universe if current is None or current.has(v))
         order: list[str] | None = None
         for g in involved:
@@ -466,7 +548,7 @@ def _topology_pins(
             reqs = reqs.intersect(Requirements([Requirement.new(key, "In", [pick])]))
             if not tpl.viable(reqs):
                 # the preferred domain has no offering for this pool: fall back to any other allowed one
-                for alt in (order or cands):
+                for alt in order or cands:
                     r2 = reqs.intersect(Requirements([Requirement.new(key, "In", [alt])]))
                     if tpl.viable(r2):
                         reqs = r2
@@ -474,10 +556,9 @@ def _topology_pins(
     return reqs
 
 
-def topo_universe(tpl: PoolTemplate, reqs: Requirements, key: str) -> frozenset[str]:
+def topo_universe(tpl: PoolTemplate, key: str) -> frozenset[str]:
     """Every value `key` can take on a node of this pool (zones and capacity types come from offerings)."""
-    ck = key
-    hit = tpl.universe.get(ck)
+    hit = tpl.universe.get(key)
     if hit is None:
         vals: set[str] = set()
         for o in tpl.options:
@@ -491,7 +572,7 @@ def topo_universe(tpl: PoolTemplate, reqs: Requirements, key: str) -> frozenset[
         if r is not None and not r.complement:
             vals |= set(r.values)
         hit = frozenset(vals)
-        tpl.universe[ck] = hit
+        tpl.universe[key] = hit
     return hit
 
 
@@ -531,11 +612,11 @@ class Results:
 
     @property
     def cost_per_hour(self) -> float:
-        return round(sum(c.price_per_hour for c in self.nodeclaims), 6)
+        return float(round(sum(c.price_per_hour for c in self.nodeclaims), 6))
 
     @property
     def existing_cost_per_hour(self) -> float:
-        return round(sum(e.price_per_hour or 0.0 for e in self.existing), 6)
+        return float(round(sum(e.price_per_hour or 0.0 for e in self.existing), 6))
 
     @property
     def scheduled(self) -> int:
@@ -574,13 +655,20 @@ class Scheduler:
 
     def price_of(self, labels: Mapping[str, str]) -> float | None:
         return self._price.get(
-            (labels.get(INSTANCE_TYPE_LABEL, ""), labels.get(ZONE_LABEL, ""), labels.get(CAPACITY_TYPE_LABEL, ""))
+            (
+                labels.get(INSTANCE_TYPE_LABEL, ""),
+                labels.get(ZONE_LABEL, ""),
+                labels.get(CAPACITY_TYPE_LABEL, ""),
+            )
         )
 
     def templates(self, keys: tuple[str, ...]) -> list[PoolTemplate]:
         hit = self._tpl_cache.get(keys)
         if hit is None:
-            hit = [PoolTemplate(p, self.instance_types, self.daemonsets, keys, self.type_keys) for p in self.nodepools]
+            hit = [
+                PoolTemplate(p, self.instance_types, self.daemonsets, keys, self.type_keys)
+                for p in self.nodepools
+            ]
             self._tpl_cache[keys] = hit
         return hit
 
@@ -603,7 +691,9 @@ class Scheduler:
 
 
 class _Solve:
-    def __init__(self, s: Scheduler, pods: Sequence[Pod], exclude: frozenset[str], *, greedy: bool = False) -> None:
+    def __init__(
+        self, s: Scheduler, pods: Sequence[Pod], exclude: frozenset[str], *, greedy: bool = False
+    ) -> None:
         self.s = s
         self.greedy = greedy
         self.started = time.perf_counter()
@@ -616,7 +706,7 @@ class _Solve:
         self.tpls = s.templates(self.keys)
         self.pods = list(pods)
         self.topo = Topology()
-        self.claims: list[NodeClaim] = []
+        self.claims: _FirstFitIndex[NodeClaim] = _FirstFitIndex()
         self.claim_seq: dict[str, int] = {}
         self.errors: dict[str, list[tuple[str, str]]] = {}
         # pool usage toward limits: capacity of nodes and in-flight claims already belonging to the pool
@@ -634,7 +724,9 @@ class _Solve:
             for p in running_by_node.get(spec.name, ()):
                 used = used + p.requests
                 ports.extend(p.host_ports)
-            free = tuple(a - u for a, u in zip(_vec(spec.allocatable, self.keys), _vec(used, self.keys), strict=True))
+            free = tuple(
+                a - u for a, u in zip(_vec(spec.allocatable, self.keys), _vec(used, self.keys), strict=True)
+            )
             pool = pools.get(spec.nodepool or "")
             self.nodes.append(ExistingNode(spec, free, ports, pool))
             if pool is not None:
@@ -643,6 +735,8 @@ class _Solve:
                     lu[k] = lu.get(k, 0) + v
                 lu["nodes"] = lu.get("nodes", 0) + 1000
         self.node_by_name = {n.name: n for n in self.nodes}
+        self.node_index = _FirstFitIndex(self.nodes)
+        self._domain_cache: dict[tuple[str, tuple[Requirements, ...]], frozenset[str]] = {}
         self._setup_topology(running_by_node)
 
     # ----------------------------------------------------------------- topology
@@ -656,7 +750,9 @@ class _Solve:
                 continue
             for p in pods:
                 owned = [
-                    self.topo.group(ANTI, t.topology_key, t.selector, t.namespaces or frozenset({p.namespace}))
+                    self.topo.group(
+                        ANTI, t.topology_key, t.selector, t.namespaces or frozenset({p.namespace})
+                    )
                     for t in p.anti_affinity
                 ]
                 self.topo.record(p, owned, node.labels)
@@ -670,18 +766,11 @@ class _Solve:
                 continue
             domains: frozenset[str] = frozenset()
             if sc.topology_key != HOSTNAME_LABEL:
-                vals: set[str] = set()
-                for tpl in self.tpls:
-                    for v in topo_universe(tpl, tpl.base, sc.topology_key):
-                        if any(t.get(sc.topology_key) is None or t[sc.topology_key].has(v) for t in ctx.terms):
-                            vals.add(v)
-                for n in self.nodes:
-                    nv = n.labels.get(sc.topology_key)
-                    if nv is not None:
-                        vals.add(nv)
-                domains = frozenset(vals)
+                domains = self._spread_domains(sc.topology_key, ctx.terms)
             groups.append(
-                self.topo.group(SPREAD, sc.topology_key, sc.selector, own_ns, sc.max_skew, sc.min_domains, domains)
+                self.topo.group(
+                    SPREAD, sc.topology_key, sc.selector, own_ns, sc.max_skew, sc.min_domains, domains
+                )
             )
         for t in p.affinity:
             groups.append(self.topo.group(AFFINITY, t.topology_key, t.selector, t.namespaces or own_ns))
@@ -690,8 +779,27 @@ class _Solve:
         for _, t in ctx.preferred_affinity:
             groups.append(self.topo.group(AFFINITY, t.topology_key, t.selector, t.namespaces or own_ns))
         for _, t in ctx.preferred_anti:
-            groups.append(self.topo.group(ANTI, t.topology_key, t.selector, t.namespaces or own_ns, symmetric=False))
+            groups.append(
+                self.topo.group(ANTI, t.topology_key, t.selector, t.namespaces or own_ns, symmetric=False)
+            )
         ctx.owned = groups
+
+    def _spread_domains(self, key: str, terms: tuple[Requirements, ...]) -> frozenset[str]:
+        """Domains a spread constraint counts: values reachable through the pools or present on nodes,
+        restricted to those the pod's node affinity allows (Kubernetes' nodeAffinityPolicy: Honor)."""
+        ck = (key, terms)
+        hit = self._domain_cache.get(ck)
+        if hit is None:
+            vals: set[str] = set()
+            for tpl in self.tpls:
+                vals.update(topo_universe(tpl, key))
+            for n in self.nodes:
+                nv = n.labels.get(key)
+                if nv is not None:
+                    vals.add(nv)
+            hit = frozenset(v for v in vals if any(t.get(key) is None or t[key].has(v) for t in terms))
+            self._domain_cache[ck] = hit
+        return hit
 
     def _is_constrained(self, ctx: PodContext) -> bool:
         if ctx.owned or ctx.pod.host_ports:
@@ -729,7 +837,8 @@ class _Solve:
         lkeys = sorted(limits)
         room = np.array([limits[k] - used.get(k, 0) for k in lkeys], dtype=np.int64)
         caps = np.array(
-            [[1000 if k == "nodes" else o.it.capacity.get(k, 0) for k in lkeys] for o in tpl.options], dtype=np.int64
+            [[1000 if k == "nodes" else o.it.capacity.get(k, 0) for k in lkeys] for o in tpl.options],
+            dtype=np.int64,
         ).reshape(len(tpl.options), len(lkeys))
         return np.asarray((caps <= room).all(axis=1))
 
@@ -746,20 +855,22 @@ class _Solve:
 
     # ----------------------------------------------------------------- placement
     def _try_existing(self, ctx: PodContext) -> bool:
-        for node in self.nodes:
+        for node in self.node_index.candidates(ctx.vec):
             if node.can_add(ctx, self.topo) is None:
                 node.add(ctx, self.topo)
+                self.node_index.update(node)
                 return True
         return False
 
     def _try_claims(self, ctx: PodContext) -> bool:
-        for claim in self.claims:
+        for claim in self.claims.candidates(ctx.vec):
             res = claim.can_add(ctx, self.topo)
             if isinstance(res, str):
                 continue
             limited = claim.chosen is None and bool(claim.tpl.pool.limits)
             old = self._max_capacity(claim) if limited else None
             claim.add(ctx, self.topo, *res)
+            self.claims.update(claim)
             if old is not None:
                 self._reserve(claim.tpl, old, -1)
                 self._reserve(claim.tpl, self._max_capacity(claim))
@@ -773,7 +884,9 @@ class _Solve:
 
     def _open_claim(self, ctx: PodContext) -> bool:
         for tpl in self.tpls:
-            if first_untolerated(tpl.pool.taints, ctx.pod.tolerations, include_prefer=not ctx.tolerate_prefer):
+            if first_untolerated(
+                tpl.pool.taints, ctx.pod.tolerations, include_prefer=not ctx.tolerate_prefer
+            ):
                 continue
             if not tpl.options:
                 continue
@@ -781,6 +894,9 @@ class _Solve:
             mask = (tpl.alloc_matrix >= used).all(axis=1)
             if tpl.pool.limits:
                 mask &= self._limit_mask(tpl)
+            cap = self.size_caps.get(tpl.name)
+            if cap is not None and bool((mask & cap).any()):
+                mask &= cap
             idx = np.flatnonzero(mask).astype(np.int64)
             if not idx.size:
                 continue
@@ -805,18 +921,20 @@ class _Solve:
             self._register(ctx)
 
     # ----------------------------------------------------------------- bulk packing
-    def _choose_pool(
+    def _pool_candidates(
         self, ctx: PodContext, excluded: Collection[str], cache: dict[tuple[object, ...], object]
-    ) -> tuple[PoolTemplate, Requirements] | None:
-        """The heaviest pool that accepts the pod and has an option it fits in (within limits)."""
+    ) -> list[tuple[PoolTemplate, Requirements, npt.NDArray[np.int64]]]:
+        """Pools (heaviest first) whose taints and requirements admit the pod, with their size frontier."""
         sig = (ctx.pod.tolerations, ctx.terms, ctx.tolerate_prefer, frozenset(excluded))
-        cands = cache.get(sig)
-        if cands is None:
-            found: list[tuple[PoolTemplate, Requirements]] = []
+        hit = cache.get(sig)
+        if hit is None:
+            found: list[tuple[PoolTemplate, Requirements, npt.NDArray[np.int64]]] = []
             for tpl in self.tpls:
                 if tpl.name in excluded or not tpl.options:
                     continue
-                if first_untolerated(tpl.pool.taints, ctx.pod.tolerations, include_prefer=not ctx.tolerate_prefer):
+                if first_untolerated(
+                    tpl.pool.taints, ctx.pod.tolerations, include_prefer=not ctx.tolerate_prefer
+                ):
                     continue
                 for term in ctx.terms:
                     if tpl.base.conflict(term) is not None:
@@ -824,33 +942,64 @@ class _Solve:
                     reqs = tpl.base.intersect(term)
                     if tpl.pool_key_failure(reqs) is not None:
                         continue
-                    found.append((tpl, reqs))
-            cache[sig] = cands = found
-        assert isinstance(cands, list)
-        vec = np.asarray(_add(ctx.vec, (0,) * len(ctx.vec)), dtype=np.int64)
-        for tpl, reqs in cands:
-            mk = ("matrix", tpl.name, reqs)
-            m = cache.get(mk)
-            if m is None:
-                mask = tpl.viable_mask(reqs)
-                if tpl.pool.limits:
-                    mask = mask & self._limit_mask(tpl)
-                m = tpl.alloc_matrix[mask]
-                # only the size frontier matters for "does it fit anywhere"
-                m = m[_undominated(m, [0.0] * len(m))] if len(m) else m
-                cache[mk] = m
-            assert isinstance(m, np.ndarray)
-            if m.size and bool((m >= vec).all(axis=1).any()):
-                return tpl, reqs
-        return None
+                    mask = tpl.viable_mask(reqs)
+                    if tpl.pool.limits:
+                        mask = mask & self._limit_mask(tpl)
+                    m = tpl.alloc_matrix[mask]
+                    # only the size frontier matters for "does it fit anywhere"
+                    m = m[_undominated(m, [0.0] * len(m))] if len(m) else m
+                    found.append((tpl, reqs, m))
+            cache[sig] = hit = found
+        assert isinstance(hit, list)
+        return hit
+
+    def _choose_pools(
+        self, ctxs: list[PodContext], excluded: dict[int, set[str]]
+    ) -> tuple[list[tuple[PodContext, PoolTemplate, Requirements]], list[PodContext]]:
+        """For each pod, the heaviest pool that accepts it and has an option it fits in (within limits).
+
+        Pods with the same constraints are checked together with one numpy comparison per candidate pool.
+        """
+        cache: dict[tuple[object, ...], object] = {}
+        chosen: list[tuple[PodContext, PoolTemplate, Requirements]] = []
+        failed: list[PodContext] = []
+        todo = ctxs
+        while todo:
+            by_sig: dict[tuple[object, ...], list[PodContext]] = {}
+            for ctx in todo:
+                sig = (
+                    ctx.pod.tolerations,
+                    ctx.terms,
+                    ctx.tolerate_prefer,
+                    frozenset(excluded.get(id(ctx), ())),
+                )
+                by_sig.setdefault(sig, []).append(ctx)
+            todo = []
+            for members in by_sig.values():
+                cands = self._pool_candidates(members[0], excluded.get(id(members[0]), ()), cache)
+                vecs = np.array([c.vec for c in members], dtype=np.int64).reshape(
+                    len(members), len(self.keys)
+                )
+                left = np.ones(len(members), dtype=bool)
+                for tpl, reqs, m in cands:
+                    if not m.size or not left.any():
+                        continue
+                    ok = left & np.any(np.all(vecs[:, None, :] <= m[None, :, :], axis=2), axis=1)
+                    for i in np.flatnonzero(ok).tolist():
+                        chosen.append((members[i], tpl, reqs))
+                    left &= ~ok
+                for i in np.flatnonzero(left).tolist():
+                    ctx = members[i]
+                    # nothing takes it as it stands: relax a preference and try again, else give up
+                    (todo if ctx.relax() else failed).append(ctx)
+        return chosen, failed
 
     def _try_slack(self, ctx: PodContext) -> bool:
-        for claim in self.claims:
-            if not _fits(_add(claim.used, ctx.vec), claim.cap_max):
-                continue
+        for claim in self.claims.candidates(ctx.vec):
             res = claim.can_add(ctx, self.topo)
             if not isinstance(res, str):
                 claim.add(ctx, self.topo, *res)
+                self.claims.update(claim)
                 return True
         return False
 
@@ -862,25 +1011,17 @@ class _Solve:
         for _round in range(len(self.tpls) + 2):
             if not todo:
                 break
+            chosen, gave_up = self._choose_pools(todo, excluded)
+            failed.extend(gave_up)
             groups: dict[tuple[str, Requirements, tuple[str, ...]], list[PodContext]] = {}
             tpl_of: dict[str, PoolTemplate] = {}
-            cache: dict[tuple[object, ...], object] = {}
-            for ctx in todo:
-                while True:
-                    choice = self._choose_pool(ctx, excluded.get(id(ctx), ()), cache)
-                    if choice is not None or not ctx.relax():
-                        break
-                if choice is None:
-                    failed.append(ctx)
-                    continue
-                tpl, reqs = choice
+            for ctx, tpl, reqs in chosen:
                 tpl_of[tpl.name] = tpl
                 ext = tuple(k for k in ctx.pod.requests if k not in (CPU, MEMORY, PODS))
                 groups.setdefault((tpl.name, reqs, ext), []).append(ctx)
             todo = []
             for (pname, reqs, _ext), members in groups.items():
-                tpl = tpl_of[pname]
-                todo.extend(self._pack_group(tpl, reqs, members, excluded))
+                todo.extend(self._pack_group(tpl_of[pname], reqs, members, excluded))
         return failed + todo
 
     def _pack_group(
@@ -941,10 +1082,47 @@ class _Solve:
         return left
 
     # ----------------------------------------------------------------- main
+    def _compute_size_caps(self, ctxs: Sequence[PodContext]) -> None:
+        """Keep pod-by-pod claims from growing past the most cost-efficient node size for these pods.
+
+        Greedy first-fit lets the first claims swallow pods until only the largest (often metal) types fit,
+        and those rarely have the best $/resource. For each pool, the type that would host the aggregate
+        demand most cheaply is found, and new claims may only use types no dearer than it (unless nothing
+        that cheap fits the pod).
+        """
+        self.size_caps: dict[str, npt.NDArray[np.bool_]] = {}
+        if self.greedy or not ctxs:
+            return
+        demand = np.sum(np.array([c.vec for c in ctxs], dtype=np.float64), axis=0)
+        biggest = np.max(np.array([c.vec for c in ctxs], dtype=np.int64), axis=0)
+        for tpl in self.tpls:
+            if not tpl.options:
+                continue
+            prices = np.array(
+                [(o.offering_for(tpl.base) or o.offerings[0]).price or 0.0 for o in tpl.options]
+            )
+            m = tpl.alloc_matrix
+            fits = (m >= biggest).all(axis=1)
+            if not fits.any():
+                continue
+            with np.errstate(divide="ignore", invalid="ignore"):
+                need = np.where(demand > 0, demand / np.where(m > 0, m, 1), 0.0)
+                need = np.where((m == 0) & (demand > 0), np.inf, need)
+            est = prices * need.max(axis=1)
+            est = np.where(fits, est, np.inf)
+            best = int(np.argmin(est))
+            self.size_caps[tpl.name] = prices <= prices[best] + 1e-12
+
     def run(self, lower_bound: bool) -> Results:
+        self._compute_size_caps([c for c in self.ctxs if self._is_constrained(c)])
         order = sorted(
             self.ctxs,
-            key=lambda c: (-c.pod.requests.get(CPU, 0), -c.pod.requests.get(MEMORY, 0), c.pod.namespace, c.pod.name),
+            key=lambda c: (
+                -c.pod.requests.get(CPU, 0),
+                -c.pod.requests.get(MEMORY, 0),
+                c.pod.namespace,
+                c.pod.name,
+            ),
         )
         simple: list[PodContext] = []
         failed: list[PodContext] = []
@@ -960,6 +1138,7 @@ class _Solve:
             self._reserve(claim.tpl, old, -1)
             assert claim.chosen is not None
             self._reserve(claim.tpl, claim.chosen.it.capacity)
+        self.claims.rebuild()
         rest: list[PodContext] = []
         if self.claims:
             for ctx in simple:
@@ -975,21 +1154,27 @@ class _Solve:
     def _results(self, lower_bound: bool) -> Results:
         res = Results(pending=len(self.pods), unschedulable=self.errors)
         alt_tables: dict[tuple[str, Requirements], tuple[npt.NDArray[np.int64], list[str]]] = {}
+        label_cache: dict[tuple[str, str, str, str, Requirements], dict[str, str]] = {}
         for claim in self.claims:
             assert claim.chosen is not None and claim.offering is not None
             o, off = claim.chosen, claim.offering
-            labels: dict[str, str] = dict(claim.tpl.pool.labels)
-            labels.update(o.it.labels)
-            labels.update(claim.reqs.pinned_labels())
-            labels.update(
-                {
-                    NODEPOOL_LABEL: claim.tpl.name,
-                    INSTANCE_TYPE_LABEL: o.it.name,
-                    ZONE_LABEL: off.zone,
-                    CAPACITY_TYPE_LABEL: off.capacity_type,
-                }
-            )
-            labels.pop(HOSTNAME_LABEL, None)
+            lk = (claim.tpl.name, o.it.name, off.zone, off.capacity_type, claim.reqs)
+            cached = label_cache.get(lk)
+            if cached is None:
+                labels: dict[str, str] = dict(claim.tpl.pool.labels)
+                labels.update(o.it.labels)
+                labels.update(claim.reqs.pinned_labels())
+                labels.update(
+                    {
+                        NODEPOOL_LABEL: claim.tpl.name,
+                        INSTANCE_TYPE_LABEL: o.it.name,
+                        ZONE_LABEL: off.zone,
+                        CAPACITY_TYPE_LABEL: off.capacity_type,
+                    }
+                )
+                labels.pop(HOSTNAME_LABEL, None)
+                cached = label_cache[lk] = dict(sorted(labels.items()))
+            labels = dict(cached)
             ak = (claim.tpl.name, claim.base_reqs)
             table = alt_tables.get(ak)
             if table is None:
@@ -1001,16 +1186,15 @@ class _Solve:
                         ranked.append((spot, aoff.price or 0.0, alt.it.name, alt.index))
                 ranked.sort()
                 order = np.array([r[3] for r in ranked], dtype=np.int64)
-                table = (order, [r[2] for r in ranked])
+                table = (claim.tpl.alloc_matrix[order], [r[2] for r in ranked])
                 alt_tables[ak] = table
-            order, tnames = table
-            fit = (claim.tpl.alloc_matrix[order] >= np.asarray(claim.used, dtype=np.int64)).all(axis=1)
-            names = [o.it.name]
-            for j in np.flatnonzero(fit).tolist():
-                if len(names) >= MAX_OPTIONS:
-                    break
-                if tnames[j] != o.it.name:
-                    names.append(tnames[j])
+            ordered_alloc, tnames = table
+            fit = (ordered_alloc >= np.asarray(claim.used, dtype=np.int64)).all(axis=1)
+            chosen_name = o.it.name
+            others = [
+                tnames[j] for j in np.flatnonzero(fit)[:MAX_OPTIONS].tolist() if tnames[j] != chosen_name
+            ]
+            names = [chosen_name, *others[: MAX_OPTIONS - 1]]
             used = Resources(dict(zip(self.keys, claim.used, strict=True)))
             res.nodeclaims.append(
                 PlannedNodeClaim(
@@ -1021,7 +1205,7 @@ class _Solve:
                     capacity_type=off.capacity_type,
                     zone=off.zone,
                     price_per_hour=float(off.price or 0.0),
-                    labels=dict(sorted(labels.items())),
+                    labels=labels,
                     taints=list(claim.tpl.pool.taints),
                     startup_taints=list(claim.tpl.pool.startup_taints),
                     pods=list(claim.pods),

@@ -59,7 +59,11 @@ class TopologyGroup:
                     floor = 0
             else:
                 floor = 0
-            ok = [d for d in candidates if (not doms or d in doms) and counts.get(d, 0) + 1 - floor <= self.max_skew]
+            ok = [
+                d
+                for d in candidates
+                if (not doms or d in doms) and counts.get(d, 0) + 1 - floor <= self.max_skew
+            ]
             ok.sort(key=lambda d: (counts.get(d, 0), d))
             return ok
         if self.kind == AFFINITY:
@@ -92,7 +96,9 @@ class Topology:
         ident = (kind, key, selector, namespaces, max_skew, min_domains, domains, symmetric)
         g = self.groups.get(ident)
         if g is None:
-            g = TopologyGroup(kind, key, selector, namespaces, max_skew, min_domains, domains, symmetric=symmetric)
+            g = TopologyGroup(
+                kind, key, selector, namespaces, max_skew, min_domains, domains, symmetric=symmetric
+            )
             self.groups[ident] = g
             self._match_cache.clear()
             if kind == ANTI and symmetric:

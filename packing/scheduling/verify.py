@@ -36,9 +36,7 @@ def _term_selects(term: PodAffinityTerm, owner: Pod, other: Pod) -> bool:
     return other.namespace in nss and term.selector.matches(other.labels)
 
 
-def check_plan(
-    sched: Scheduler, pending: Sequence[Pod], res: Results
-) -> list[str]:
+def check_plan(sched: Scheduler, pending: Sequence[Pod], res: Results) -> list[str]:
     """Violations of hard constraints in `res` (empty list = feasible)."""
     errors: list[str] = []
     pools = {p.name: p for p in sched.nodepools}
@@ -53,7 +51,15 @@ def check_plan(
             taints = tuple(t for t in taints if t not in startup and t.key not in EPHEMERAL_TAINT_KEYS)
         labels = dict(spec.labels)
         labels.setdefault(HOSTNAME_LABEL, spec.name)
-        n = _Node(spec.name, labels, spec.allocatable, taints, spec.nodepool, spec.capacity or spec.allocatable, False)
+        n = _Node(
+            spec.name,
+            labels,
+            spec.allocatable,
+            taints,
+            spec.nodepool,
+            spec.capacity or spec.allocatable,
+            False,
+        )
         n.running = [p for p in sched.running_pods if p.node_name == spec.name]
         n.placed = list(e.pods)
         nodes.append(n)
@@ -62,12 +68,16 @@ def check_plan(
         it = catalog[c.instance_type]
         labels = dict(c.labels)
         labels[HOSTNAME_LABEL] = c.name
-        n = _Node(c.name, labels, it.allocatable, tuple(pools[c.nodepool].taints), c.nodepool, it.capacity, True)
+        n = _Node(
+            c.name, labels, it.allocatable, tuple(pools[c.nodepool].taints), c.nodepool, it.capacity, True
+        )
         n.placed = list(c.pods)
         nodes.append(n)
         off = [o for o in it.offerings if o.zone == c.zone and o.capacity_type == c.capacity_type]
         if not off or not off[0].available or off[0].price is None:
-            errors.append(f"{c.name}: offering {c.instance_type}/{c.zone}/{c.capacity_type} is not launchable")
+            errors.append(
+                f"{c.name}: offering {c.instance_type}/{c.zone}/{c.capacity_type} is not launchable"
+            )
         elif abs((off[0].price or 0.0) - c.price_per_hour) > 1e-9:
             errors.append(f"{c.name}: price {c.price_per_hour} differs from the offering's {off[0].price}")
         pool = pools[c.nodepool]
@@ -104,7 +114,8 @@ def check_plan(
         if n.new and n.pool is not None:
             used = used + ds_for.get(n.pool, Resources())
         over = used.exceeded(n.allocatable)
-        if over:
+        # a node may already be overcommitted by what runs on it; the plan is only at fault if it added pods
+        if over and (n.new or n.placed):
             errors.append(f"{n.name}: over allocatable in {', '.join(over)}")
         ports: list[HostPort] = []
         for p in n.running + n.placed:
@@ -131,6 +142,7 @@ def check_plan(
             if d is not None:
                 in_domain.setdefault((key, d), []).append(q)
     anti_owners = [(q, m, t) for q, m in all_pods for t in q.anti_affinity]
+    lonely: dict[tuple[PodAffinityTerm, str], list[str]] = {}
     for p, n in all_pods:
         if p.node_name:
             continue
@@ -150,13 +162,23 @@ def check_plan(
                 errors.append(f"{p.key}: violates anti-affinity of {q.key} on {term.topology_key}")
         for term in p.affinity:
             d = domain(n, term.topology_key)
-            near = [q for q in in_domain.get((term.topology_key, d or ""), ()) if q is not p and _term_selects(term, p, q)]
+            near = [
+                q
+                for q in in_domain.get((term.topology_key, d or ""), ())
+                if q is not p and _term_selects(term, p, q)
+            ]
             if near:
                 continue
-            anywhere = any(q is not p and _term_selects(term, p, q) for q, _ in all_pods)
-            if not (_term_selects(term, p, p) and not anywhere):
+            # only the first pod of a self-selecting group may be placed with nobody to be near (every later
+            # owner must join a domain that already has a match), so at most one owner per term is alone
+            if not _term_selects(term, p, p):
                 errors.append(f"{p.key}: affinity on {term.topology_key} not satisfied")
+                continue
+            lonely.setdefault((term, p.namespace), []).append(p.key)
 
+    for (term, _ns), keys_alone in lonely.items():
+        if len(keys_alone) > 1:
+            errors.append(f"{', '.join(sorted(keys_alone))}: affinity on {term.topology_key} not satisfied")
     checked: set[tuple[object, ...]] = set()
     for p, _node in all_pods:
         for sc in p.spread:
@@ -166,28 +188,44 @@ def check_plan(
             if ident in checked:
                 continue
             checked.add(ident)
+            members = [
+                (q, m) for q, m in all_pods if q.namespace == p.namespace and sc.selector.matches(q.labels)
+            ]
+            # the skew is enforced when an owner is scheduled; pods that match without owning the constraint
+            # may land anywhere, so the final state is only checkable when every matching pod owns it
+            if any(sc not in q.spread or q.node_name for q, _ in members):
+                continue
             counts: dict[str, int] = {}
-            for q, m in all_pods:
-                if q.namespace == p.namespace and sc.selector.matches(q.labels):
-                    d = domain(m, sc.topology_key)
-                    if d is not None:
-                        counts[d] = counts.get(d, 0) + 1
+            for _q, m in members:
+                d = domain(m, sc.topology_key)
+                if d is not None:
+                    counts[d] = counts.get(d, 0) + 1
             if sc.topology_key == HOSTNAME_LABEL:
                 for d, cnt in counts.items():
                     if cnt > sc.max_skew and not any(q.node_name for q, m in all_pods if m.name == d):
                         errors.append(f"spread on hostname: {d} holds {cnt} > maxSkew {sc.max_skew}")
-            elif sc.topology_key == ZONE_LABEL and not any(q.node_name for q, _ in all_pods if sc.selector.matches(q.labels)):
+            elif sc.topology_key == ZONE_LABEL and not any(
+                q.node_name for q, _ in all_pods if sc.selector.matches(q.labels)
+            ):
                 zones: set[str] = set()
                 for it in sched.instance_types:
                     zones.update(o.zone for o in it.offerings if o.available and o.price is not None)
-                eligible = [z for z in zones if any(t.get(ZONE_LABEL) is None or t[ZONE_LABEL].has(z) for t in p.node_requirement_terms())]
+                eligible = [
+                    z
+                    for z in zones
+                    if any(
+                        t.get(ZONE_LABEL) is None or t[ZONE_LABEL].has(z) for t in p.node_requirement_terms()
+                    )
+                ]
                 if eligible:
                     lo = min(counts.get(z, 0) for z in eligible)
                     if len(eligible) < sc.min_domains:
                         lo = 0
                     hi = max(counts.values(), default=0)
                     if hi - lo > sc.max_skew:
-                        errors.append(f"spread on zone for {p.key}: counts {sorted(counts.items())} exceed maxSkew {sc.max_skew}")
+                        errors.append(
+                            f"spread on zone for {p.key}: counts {sorted(counts.items())} exceed maxSkew {sc.max_skew}"
+                        )
 
     for pool in sched.nodepools:
         if not pool.limits:
@@ -202,7 +240,9 @@ def check_plan(
             if total.get(k, 0) > lim:
                 # existing nodes may already exceed a limit; only new capacity must respect it
                 existing_only = sum(
-                    (n.capacity.get(k, 0) if k != "nodes" else 1000) for n in nodes if not n.new and n.pool == pool.name
+                    (n.capacity.get(k, 0) if k != "nodes" else 1000)
+                    for n in nodes
+                    if not n.new and n.pool == pool.name
                 )
                 if any(n.new and n.pool == pool.name for n in nodes) and total[k] > max(lim, existing_only):
                     errors.append(f"nodepool {pool.name}: limit {k} exceeded ({total[k]} > {lim})")
