@@ -842,6 +842,20 @@ class _Solve:
         ).reshape(len(tpl.options), len(lkeys))
         return np.asarray((caps <= room).all(axis=1))
 
+    def _modest_under_limits(self, tpl: PoolTemplate, idx: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
+        """A claim in a pool with limits reserves the largest capacity among its options until it is
+        finalized (so limits hold whatever type is picked). Keeping every size there would let the
+        first claims reserve the whole limit and starve the rest — Karpenter's known behaviour — so
+        keep only options up to 4x the smallest option's capacity in each limited resource."""
+        keys = [k for k in tpl.pool.limits or {} if k != "nodes"]
+        if not keys or idx.size <= 1:
+            return idx
+        caps = np.array([[tpl.options[i].it.capacity.get(k, 0) for k in keys] for i in idx.tolist()],
+                        dtype=np.int64).reshape(idx.size, len(keys))
+        ceiling = caps.min(axis=0) * 4
+        keep = (caps <= np.maximum(ceiling, 1)).all(axis=1)
+        return idx[keep] if keep.any() else idx
+
     @staticmethod
     def _max_capacity(claim: NodeClaim) -> dict[str, int]:
         out: dict[str, int] = {}
@@ -895,16 +909,24 @@ class _Solve:
             if tpl.pool.limits:
                 mask &= self._limit_mask(tpl)
             cap = self.size_caps.get(tpl.name)
+            masks = [mask]
             if cap is not None and bool((mask & cap).any()):
-                mask &= cap
-            idx = np.flatnonzero(mask).astype(np.int64)
-            if not idx.size:
-                continue
-            name = self._new_claim_name(tpl.name)
-            claim = NodeClaim(name, tpl, tpl.base, idx)
-            res = claim.can_add(ctx, self.topo)
-            if isinstance(res, str):
+                # Prefer the capped sizes, but not at the price of the pod: the capped types may not
+                # be offered in the zone a topology constraint pins (e.g. a spread onto a 4th zone).
+                masks.insert(0, mask & cap)
+            for candidate in masks:
+                idx = np.flatnonzero(candidate).astype(np.int64)
+                if tpl.pool.limits:
+                    idx = self._modest_under_limits(tpl, idx)
+                if not idx.size:
+                    continue
+                name = self._new_claim_name(tpl.name)
+                claim = NodeClaim(name, tpl, tpl.base, idx)
+                res = claim.can_add(ctx, self.topo)
+                if not isinstance(res, str):
+                    break
                 self.claim_seq[tpl.name] -= 1
+            else:
                 continue
             claim.add(ctx, self.topo, *res)
             self._reserve(tpl, self._max_capacity(claim))
