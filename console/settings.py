@@ -52,6 +52,7 @@ INSTALLED_APPS = [
     "console.fleet",
     "console.catalog",
     "console.control",
+    "console.simulation",
 ]
 
 MIDDLEWARE = [
@@ -167,6 +168,19 @@ CELERY_BEAT_SCHEDULE = {
     "refresh_catalog": {"task": "console.catalog.tasks.refresh_catalog", "schedule": 12 * 3600.0},
     # Spot prices move within the day; hourly keeps decisions close to what AWS bills.
     "refresh_spot_prices": {"task": "console.catalog.tasks.refresh_spot_prices", "schedule": 3600.0},
+    # Pending pods → NodeClaims → CreateFleet. Karpenter batches pods for 1-10 s before it solves;
+    # a 10 s beat gives the same batching and is the safety net under the `manage.py watch` trigger.
+    "provision": {"task": "console.control.tasks.provision", "schedule": 10.0},
+    # Launched → Registered → Initialized; a node registers within about a minute, so 10 s keeps
+    # pods waiting at most one tick after their node is ready.
+    "lifecycle": {"task": "console.control.tasks.lifecycle", "schedule": 10.0},
+    # Spot interruption notices give two minutes; polling every 10 s leaves most of it for the drain.
+    "interruption": {"task": "console.control.tasks.interruption", "schedule": 10.0},
+    # Leaked instances cost money but are rare; every 2 minutes bounds the waste without API churn.
+    "garbage_collect": {"task": "console.control.tasks.garbage_collect", "schedule": 120.0},
+    # The simulated world (embedded default): instances boot, nodes register, the demo workloads
+    # follow the compressed day, spot capacity is reclaimed. Does nothing with real backends.
+    "simulation_tick": {"task": "console.simulation.tasks.tick", "schedule": 5.0},
 }
 
 LOADMASTER_CLUSTER_NAME = env_str("LOADMASTER_CLUSTER_NAME", "demo") or "demo"
@@ -184,6 +198,24 @@ LOADMASTER_CLUSTER_ENDPOINT = env_str("LOADMASTER_CLUSTER_ENDPOINT", "") or None
 LOADMASTER_CLUSTER_CA = env_str("LOADMASTER_CLUSTER_CA", "") or None
 LOADMASTER_CLUSTER_SERVICE_CIDR = env_str("LOADMASTER_CLUSTER_SERVICE_CIDR", "10.100.0.0/16") or "10.100.0.0/16"
 LOADMASTER_CATALOG_CACHE = env_str("LOADMASTER_CATALOG_CACHE", str(VAR_DIR / "catalog-cache"))
+
+# The simulated cluster and cloud (console.simulation). Floats are read and checked by the app;
+# a bad value fails `manage.py check` (simulation.E001).
+LOADMASTER_SIM_SEED = env_int("LOADMASTER_SIM_SEED", 0)
+LOADMASTER_SIM_DAY_SECONDS = env_int("LOADMASTER_SIM_DAY_SECONDS", 3600, minimum=60)  # 1 real hour = 1 simulated day
+LOADMASTER_SIM_START_HOUR = env_str("LOADMASTER_SIM_START_HOUR", "6")
+LOADMASTER_SIM_DEMO_WORKLOADS = env_bool("LOADMASTER_SIM_DEMO_WORKLOADS", True)
+LOADMASTER_SIM_SPOT_INTERRUPTIONS_PER_HOUR = env_str("LOADMASTER_SIM_SPOT_INTERRUPTIONS_PER_HOUR", "0.02")
+LOADMASTER_SIM_STATE_CHANGES_PER_HOUR = env_str("LOADMASTER_SIM_STATE_CHANGES_PER_HOUR", "0")
+# Spot notice in real seconds; the default (2 minutes divided by the compression) is 5 s, shorter
+# than the 10 s interruption poll, so the demo uses 30 s.
+LOADMASTER_SIM_SPOT_NOTICE_SECONDS = env_str("LOADMASTER_SIM_SPOT_NOTICE_SECONDS", "30")
+LOADMASTER_SIM_ICE_RATE = env_str("LOADMASTER_SIM_ICE_RATE", "0")
+LOADMASTER_SIM_ICE_OFFERINGS = env_list("LOADMASTER_SIM_ICE_OFFERINGS", [])  # "type:zone:capacity" globs
+
+if LOADMASTER_CLOUD == "simulated" and LOADMASTER_CLUSTER != "simulated":
+    # Simulated instances never join a real cluster: every launch would time out and be terminated.
+    raise ImproperlyConfigured("LOADMASTER_CLOUD=simulated needs LOADMASTER_CLUSTER=simulated")
 
 LOGGING = {
     "version": 1,

@@ -15,6 +15,7 @@ from datetime import timedelta
 from decimal import Decimal
 from typing import Any
 
+from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
@@ -130,6 +131,17 @@ def _offer(catalog: dict[str, Any], instance_type: str, capacity_type: str, zone
     return offer
 
 
+def _simulated_instance(claim: NodeClaim, pool: str) -> Any:
+    from console.backends.base import LaunchOption, LaunchRequest
+    from console.simulation.cloud import SimulatedCloud
+
+    return SimulatedCloud().launch(LaunchRequest(
+        nodeclaim=claim.name, nodepool=pool, cluster=settings.LOADMASTER_CLUSTER_NAME, nodeclass=NODECLASS,
+        options=[LaunchOption(claim.instance_type, claim.zone, claim.capacity_type,  # type: ignore[arg-type]
+                              float(claim.price_per_hour or 0))],
+        labels=claim.labels, taints=[]))
+
+
 @transaction.atomic
 def demo_load(*, user: Any = None) -> bool:
     """Load the demo fleet unless NodePools already exist. Returns whether anything was loaded."""
@@ -151,8 +163,15 @@ def demo_load(*, user: Any = None) -> bool:
             labels={"karpenter.sh/nodepool": pool, "node.kubernetes.io/instance-type": itype,
                     "karpenter.sh/capacity-type": capacity, "topology.kubernetes.io/zone": zone},
         )
-        order = ["launched", "registered", "initialized"]
-        if state in order or state == "terminated":
+        simulated = settings.LOADMASTER_CLOUD == "simulated" and state != "terminated"
+        if simulated:
+            # Back the claim by a real instance of the simulated cloud; its node registers and the
+            # lifecycle loop takes it from "launched", as for any claim the loops launch.
+            state = "launched"
+            instance = _simulated_instance(claim, pool)
+            claim.instance_id, claim.provider_id = instance.instance_id, instance.provider_id
+            claim.launch_started_at = claim.launched_at = now
+        elif state in ("launched", "registered", "initialized", "terminated"):
             claim.launched_at = created + timedelta(seconds=20)
             claim.instance_id = f"i-0{zlib.crc32(name.encode()) * 7919:015x}"[:19]
             claim.provider_id = f"aws:///{zone}/{claim.instance_id}"

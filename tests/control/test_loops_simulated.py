@@ -1,0 +1,145 @@
+"""The control loops end to end on the simulated cluster and cloud: pending pods become NodeClaims,
+instances, registered and initialized nodes, then running pods — without double launches."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from django.contrib.auth.models import User
+
+from console.control.lifecycle import garbage_collect_run, interruption_run, lifecycle_run
+from console.control.locks import loop_lock
+from console.control.provisioning import nodeclaim_launch, provision_run
+from console.fleet import services
+from console.fleet.models import Decision, NodeClaim
+from console.simulation import services as sim
+from console.simulation.cloud import SimulatedCloud
+from console.simulation.cluster import SimulatedCluster
+from console.simulation.config import SimulationConfig
+from tests.simulation.conftest import Clock, pod
+
+NODECLASS = {
+    "name": "default", "ami_family": "AL2023", "ami_selector_terms": [{"alias": "al2023@latest"}],
+    "subnet_selector_terms": [{"tags": {"karpenter.sh/discovery": "test"}}],
+    "security_group_selector_terms": [{"tags": {"karpenter.sh/discovery": "test"}}], "role": "NodeRole",
+}
+
+
+@pytest.fixture
+def world(db: Any, settings: Any) -> tuple[Clock, SimulationConfig, SimulatedCluster, SimulatedCloud]:
+    settings.LOADMASTER_CLUSTER_NAME = "test"
+    clock = Clock()
+    config = SimulationConfig(cluster_name="test", seed=7, demo_workloads=False, spot_interruptions_per_hour=0.0,
+                              state_changes_per_hour=0.0, replica_noise=0.0)
+    sim.simulation_reset(seed=7, now=clock(), config=config)
+    user = User.objects.create_user("ops")
+    services.nodeclass_create(values=NODECLASS, user=user)
+    services.nodepool_create(values={
+        "name": "general", "node_class_name": "default",
+        "requirements": [{"key": "karpenter.sh/capacity-type", "operator": "In", "values": ["on-demand"]},
+                         {"key": "karpenter.k8s.aws/instance-category", "operator": "In", "values": ["c", "m"]}],
+        "limits": {"cpu": "64"}}, user=user)
+    return clock, config, SimulatedCluster(clock=clock, sleep=lambda _: None), SimulatedCloud(config, clock=clock)
+
+
+def tick(clock: Clock, config: SimulationConfig, seconds: float) -> None:
+    clock.advance(seconds)
+    sim.simulation_tick(now=clock(), config=config)
+
+
+def test_pending_pods_become_running_pods(world: Any) -> None:
+    clock, config, cluster, cloud = world
+    for i in range(6):
+        cluster.apply(pod(f"web-{i}", namespace="shop", cpu="1", memory="2Gi", labels={"app": "web"}))
+    tick(clock, config, 1)                            # the simulated kube-scheduler marks them Unschedulable
+    assert len(cluster.pending_pods()) == 6
+
+    outcome = provision_run(cluster=cluster, cloud=cloud, now=clock())
+    assert outcome.pending == 6 and outcome.launched and not outcome.failed
+    claims = list(NodeClaim.objects.all())
+    assert all(c.instance_id and c.launched_at for c in claims)
+    assert len(cloud.list_instances("test")) == len(claims)
+    launch = Decision.objects.filter(kind=Decision.LAUNCH).first()
+    assert launch is not None and "pending pod(s)" in launch.why and "lower bound" in launch.why
+
+    # A second run sees the in-flight claims and launches nothing more.
+    again = provision_run(cluster=cluster, cloud=cloud, now=clock())
+    assert again.launched == [] and NodeClaim.objects.count() == len(claims)
+
+    for _ in range(8):                                 # boot, register, initialize, bind
+        tick(clock, config, 10)
+        lifecycle_run(cluster=cluster, cloud=cloud, now=clock())
+    claims = list(NodeClaim.objects.all())
+    assert all(c.registered_at and c.initialized_at and c.node_name for c in claims)
+    pods, _ = cluster.list_pods()
+    assert all(p["spec"].get("nodeName") for p in pods if p["metadata"]["namespace"] == "shop")
+    node = cluster.get_node(claims[0].node_name)
+    assert node["metadata"]["labels"]["karpenter.sh/initialized"] == "true"
+    assert not any(t["key"] == "karpenter.sh/unregistered" for t in node["spec"].get("taints") or [])
+
+
+def test_a_claim_is_launched_once_even_if_asked_twice(world: Any) -> None:
+    clock, config, cluster, cloud = world
+    cluster.apply(pod("solo", cpu="1", memory="1Gi"))
+    tick(clock, config, 1)
+    with loop_lock("provision"):                        # another worker is provisioning
+        assert provision_run(cluster=cluster, cloud=cloud, now=clock()).skipped
+    assert NodeClaim.objects.count() == 0
+    provision_run(cluster=cluster, cloud=cloud, now=clock())
+    claim = NodeClaim.objects.get()
+    from console.adapters import instance_types
+
+    assert nodeclaim_launch(claim=claim, cloud=cloud, catalog=instance_types("us-east-1")) == "taken"
+    assert len(cloud.list_instances("test")) == 1
+
+
+def test_unschedulable_verdicts_are_recorded_once(world: Any) -> None:
+    clock, config, cluster, cloud = world
+    cluster.apply(pod("huge", cpu="500", memory="1Gi"))
+    tick(clock, config, 1)
+    provision_run(cluster=cluster, cloud=cloud, now=clock())
+    provision_run(cluster=cluster, cloud=cloud, now=clock())
+    verdicts = Decision.objects.filter(kind=Decision.UNSCHEDULABLE)
+    assert verdicts.count() == 1
+    assert "default/huge" in verdicts.get().why and "nodepool general" in verdicts.get().why
+    assert NodeClaim.objects.count() == 0
+
+
+def test_leaked_instance_is_garbage_collected(world: Any) -> None:
+    clock, config, cluster, cloud = world
+    from console.backends.base import LaunchOption, LaunchRequest
+
+    leaked = cloud.launch(LaunchRequest(nodeclaim="ghost", nodepool="general", cluster="test", nodeclass=NODECLASS,
+                                        options=[LaunchOption("m5.large", "us-east-1a", "on-demand", 0.096)]))
+    assert garbage_collect_run(cloud=cloud, cluster=cluster, now=clock()).terminated_instances == []  # grace period
+    clock.advance(300)
+    outcome = garbage_collect_run(cloud=cloud, cluster=cluster, now=clock())
+    assert outcome.terminated_instances == [leaked.instance_id]
+    assert Decision.objects.filter(kind=Decision.FAILURE, why__contains="owned by no NodeClaim").exists()
+
+
+def test_spot_interruption_cordons_drains_and_records(world: Any) -> None:
+    clock, config, cluster, cloud = world
+    from console.fleet.models import NodePool
+
+    pool = NodePool.objects.get(name="general")
+    services.nodepool_update(nodepool=pool, values={"requirements": [
+        {"key": "karpenter.sh/capacity-type", "operator": "In", "values": ["spot"]}]}, user=None)
+    cluster.apply(pod("web-0", namespace="shop", cpu="1", memory="1Gi", owner="ReplicaSet/web-abc"))
+    tick(clock, config, 1)
+    provision_run(cluster=cluster, cloud=cloud, now=clock())
+    for _ in range(8):
+        tick(clock, config, 10)
+        lifecycle_run(cluster=cluster, cloud=cloud, now=clock())
+    claim = NodeClaim.objects.get()
+    assert claim.capacity_type == "spot" and claim.initialized_at
+    assert cloud.interrupt(claim.instance_id)
+    tick(clock, config, 1)                              # the warning reaches the queue
+    outcome = interruption_run(cluster=cluster, cloud=cloud, now=clock())
+    assert outcome.handled == [claim.name]
+    node = cluster.get_node(claim.node_name)
+    assert any(t["key"] == "karpenter.sh/disrupted" for t in node["spec"]["taints"])
+    assert Decision.objects.filter(kind=Decision.INTERRUPTION).exists()
+    # The evicted pod is pending again (its ReplicaSet replaced it) and will be re-provisioned.
+    assert any(p["metadata"]["namespace"] == "shop" for p in cluster.pods_on_node(claim.node_name)) is False
