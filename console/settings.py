@@ -198,6 +198,8 @@ LOADMASTER_CLUSTER_ENDPOINT = env_str("LOADMASTER_CLUSTER_ENDPOINT", "") or None
 LOADMASTER_CLUSTER_CA = env_str("LOADMASTER_CLUSTER_CA", "") or None
 LOADMASTER_CLUSTER_SERVICE_CIDR = env_str("LOADMASTER_CLUSTER_SERVICE_CIDR", "10.100.0.0/16") or "10.100.0.0/16"
 LOADMASTER_CATALOG_CACHE = env_str("LOADMASTER_CATALOG_CACHE", str(VAR_DIR / "catalog-cache"))
+# How long an offering that failed for capacity is skipped before it is tried again (Karpenter: 3 min).
+LOADMASTER_UNAVAILABLE_OFFERING_TTL = env_int("LOADMASTER_UNAVAILABLE_OFFERING_TTL", 180, minimum=1)
 
 # The simulated cluster and cloud (console.simulation). Floats are read and checked by the app;
 # a bad value fails `manage.py check` (simulation.E001).

@@ -33,7 +33,6 @@ from packing.plan_cli import plan_from_inputs
 
 log = logging.getLogger(__name__)
 
-UNAVAILABLE_TTL = timedelta(minutes=3)
 MAX_LAUNCH_OPTIONS = 60
 
 
@@ -57,7 +56,7 @@ def unavailable_offerings(*, now: datetime) -> set[tuple[str, str, str]]:
 
 
 def offering_mark_unavailable(*, options: Sequence[LaunchOption], reason: str, now: datetime | None = None) -> None:
-    expires = (now or timezone.now()) + UNAVAILABLE_TTL
+    expires = (now or timezone.now()) + timedelta(seconds=settings.LOADMASTER_UNAVAILABLE_OFFERING_TTL)
     for option in options:
         UnavailableOffering.objects.update_or_create(
             instance_type=option.instance_type, zone=option.zone, capacity_type=option.capacity_type,

@@ -143,3 +143,23 @@ def test_spot_interruption_cordons_drains_and_records(world: Any) -> None:
     assert Decision.objects.filter(kind=Decision.INTERRUPTION).exists()
     # The evicted pod is pending again (its ReplicaSet replaced it) and will be re-provisioned.
     assert any(p["metadata"]["namespace"] == "shop" for p in cluster.pods_on_node(claim.node_name)) is False
+
+
+def test_capacity_errors_mark_offerings_unavailable_for_the_ttl(world: Any, settings: Any) -> None:
+    from datetime import timedelta
+
+    from console.control.models import UnavailableOffering
+    from console.control.provisioning import unavailable_offerings
+
+    clock, config, cluster, cloud = world
+    settings.LOADMASTER_UNAVAILABLE_OFFERING_TTL = 60
+    cluster.apply(pod("solo", cpu="1", memory="1Gi"))
+    tick(clock, config, 1)
+    from console.simulation.services import ice_offerings_set
+
+    ice_offerings_set(["*:*:on-demand"])                 # every on-demand offering refuses
+    outcome = provision_run(cluster=cluster, cloud=cloud, now=clock())
+    assert outcome.failed and not outcome.launched
+    assert UnavailableOffering.objects.exists()
+    assert unavailable_offerings(now=clock())
+    assert unavailable_offerings(now=clock() + timedelta(seconds=61)) == set()   # expired: retried
