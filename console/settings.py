@@ -176,6 +176,9 @@ CELERY_BEAT_SCHEDULE = {
     "lifecycle": {"task": "console.control.tasks.lifecycle", "schedule": 10.0},
     # Spot interruption notices give two minutes; polling every 10 s leaves most of it for the drain.
     "interruption": {"task": "console.control.tasks.interruption", "schedule": 10.0},
+    # One sample per minute per NodePool: cost, allocatable vs requested, pending pods and why —
+    # what the dashboards and alerts read.
+    "record_metrics": {"task": "console.control.tasks.record_metrics", "schedule": 60.0},
     # Leaked instances cost money but are rare; every 2 minutes bounds the waste without API churn.
     "garbage_collect": {"task": "console.control.tasks.garbage_collect", "schedule": 120.0},
     # The simulated world (embedded default): instances boot, nodes register, the demo workloads

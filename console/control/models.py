@@ -36,3 +36,34 @@ class UnavailableOffering(models.Model):
 
     def __str__(self) -> str:
         return f"{self.instance_type} {self.zone} {self.capacity_type} until {self.expires_at:%H:%M:%S}"
+
+
+class MetricSample(models.Model):
+    """One minute of one NodePool (nodepool "" is the whole cluster): what the dashboards and alerts
+    read. Costs are per hour; cpu in millicores, memory in bytes."""
+
+    at = models.DateTimeField(db_index=True)
+    nodepool = models.CharField(max_length=63, blank=True, default="")
+    nodes = models.PositiveIntegerField(default=0)
+    spot_nodes = models.PositiveIntegerField(default=0)
+    cost_per_hour = models.DecimalField(max_digits=14, decimal_places=6, default=0)
+    # What the same nodes would cost on-demand: the base of the spot-savings figures.
+    on_demand_cost_per_hour = models.DecimalField(max_digits=14, decimal_places=6, default=0)
+    # True when any price in the sample is an estimate (offline spot prices) or unknown.
+    estimated = models.BooleanField(default=False)
+    unpriced_nodes = models.PositiveIntegerField(default=0)
+    cpu_allocatable = models.BigIntegerField(default=0)
+    cpu_requested = models.BigIntegerField(default=0)
+    memory_allocatable = models.BigIntegerField(default=0)
+    memory_requested = models.BigIntegerField(default=0)
+    pods = models.PositiveIntegerField(default=0)
+    pods_pending = models.PositiveIntegerField(default=0)
+    # {"nodepool default: limit cpu=100 would be exceeded": 3, ...} for the pods pending now.
+    unschedulable_reasons = models.JSONField(default=dict, blank=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["at", "nodepool"], name="one_sample_per_minute_and_pool")]
+        indexes = [models.Index(fields=["nodepool", "at"])]
+
+    def __str__(self) -> str:
+        return f"{self.at:%Y-%m-%d %H:%M} {self.nodepool or 'cluster'} ${self.cost_per_hour}/h"

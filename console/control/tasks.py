@@ -30,3 +30,10 @@ def garbage_collect() -> None:
 @shared_task(ignore_result=True, time_limit=60, soft_time_limit=50)
 def interruption() -> None:
     interruption_run(cluster=cluster_backend(), cloud=cloud_provider())
+
+
+@shared_task(ignore_result=True, time_limit=50, soft_time_limit=45)
+def record_metrics() -> None:
+    from console.control.metrics import metrics_record
+
+    metrics_record(cluster=cluster_backend())

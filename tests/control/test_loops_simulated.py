@@ -163,3 +163,31 @@ def test_capacity_errors_mark_offerings_unavailable_for_the_ttl(world: Any, sett
     assert UnavailableOffering.objects.exists()
     assert unavailable_offerings(now=clock())
     assert unavailable_offerings(now=clock() + timedelta(seconds=61)) == set()   # expired: retried
+
+
+def test_metrics_sample_cost_packing_and_pending(world: Any) -> None:
+    from console.control.metrics import metrics_record
+    from console.control.models import MetricSample
+
+    clock, config, cluster, cloud = world
+    for i in range(3):
+        cluster.apply(pod(f"web-{i}", namespace="shop", cpu="1", memory="2Gi"))
+    cluster.apply(pod("huge", cpu="500", memory="1Gi"))
+    tick(clock, config, 1)
+    provision_run(cluster=cluster, cloud=cloud, now=clock())
+    for _ in range(8):
+        tick(clock, config, 10)
+        lifecycle_run(cluster=cluster, cloud=cloud, now=clock())
+    metrics_record(cluster=cluster, now=clock())
+    metrics_record(cluster=cluster, now=clock())            # same minute: rows replaced, not added
+    total = MetricSample.objects.get(nodepool="")
+    pool = MetricSample.objects.get(nodepool="general")
+    claims = list(NodeClaim.objects.active())
+    assert total.nodes == pool.nodes == len(claims)
+    assert float(total.cost_per_hour) == pytest.approx(sum(float(c.price_per_hour) for c in claims))
+    assert total.cpu_requested == 3000 and 0 < total.cpu_requested <= total.cpu_allocatable
+    assert total.memory_requested == 3 * 2 * 2**30
+    assert total.pods_pending == 1
+    assert any("default/huge" not in r and "nodepool general" in r for r in total.unschedulable_reasons)
+    assert total.on_demand_cost_per_hour >= total.cost_per_hour
+    assert MetricSample.objects.count() == 2
