@@ -6,13 +6,14 @@ from decimal import Decimal
 from typing import Any
 
 import pytest
-from django.contrib.auth.models import Group, User
+from django.contrib.auth.models import User
 from django.utils import timezone
 from rest_framework.test import APIClient
 
 from console.access import OPERATOR, VIEWER
 from console.fleet import services
 from console.fleet.models import Decision, EC2NodeClass, NodeClaim, NodePool
+from tests.users import make_user
 
 
 def nodeclass_values(**overrides: Any) -> dict[str, Any]:
@@ -50,10 +51,7 @@ def nodepool_values(**overrides: Any) -> dict[str, Any]:
 
 
 def _user(username: str, group: str | None) -> User:
-    user = User.objects.create_user(username=username, password="pw-" + username)
-    if group:
-        user.groups.add(Group.objects.get_or_create(name=group)[0])
-    return user
+    return make_user(username, group, password="pw-" + username)
 
 
 @pytest.fixture

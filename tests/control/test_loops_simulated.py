@@ -18,12 +18,7 @@ from console.simulation.cloud import SimulatedCloud
 from console.simulation.cluster import SimulatedCluster
 from console.simulation.config import SimulationConfig
 from tests.simulation.conftest import Clock, pod
-
-NODECLASS = {
-    "name": "default", "ami_family": "AL2023", "ami_selector_terms": [{"alias": "al2023@latest"}],
-    "subnet_selector_terms": [{"tags": {"karpenter.sh/discovery": "test"}}],
-    "security_group_selector_terms": [{"tags": {"karpenter.sh/discovery": "test"}}], "role": "NodeRole",
-}
+from tests.web.conftest import NODECLASS
 
 
 @pytest.fixture

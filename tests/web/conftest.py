@@ -5,12 +5,13 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from django.contrib.auth.models import Group, User
+from django.contrib.auth.models import User
 from django.test import Client
 
 from console.access import OPERATOR, VIEWER
 from console.fleet import services
 from console.fleet.models import EC2NodeClass, NodePool
+from tests.users import make_user
 
 NODECLASS = {
     "name": "default", "ami_family": "AL2023", "ami_selector_terms": [{"alias": "al2023@latest"}],
@@ -18,13 +19,6 @@ NODECLASS = {
     "security_group_selector_terms": [{"tags": {"karpenter.sh/discovery": "test"}}],
     "role": "KarpenterNodeRole-test",
 }
-
-
-def make_user(username: str, role: str | None) -> User:
-    user = User.objects.create_user(username=username, password="secret-" + username)
-    if role:
-        user.groups.add(Group.objects.get_or_create(name=role)[0])
-    return user
 
 
 @pytest.fixture
