@@ -561,7 +561,8 @@ def _add_object(doc: Mapping[str, Any], out: Inputs) -> None:
         out.skipped[kind] = out.skipped.get(kind, 0) + 1
 
 
-def _documents(text: str, filename: str) -> Iterator[tuple[int, Any]]:
+def documents(text: str, filename: str) -> Iterator[tuple[int, Any]]:
+    """The documents of a YAML or JSON text with their 1-based indexes, as error messages number them."""
     stripped = text.lstrip()
     if stripped.startswith(("{", "[")):
         try:
@@ -591,7 +592,7 @@ def _documents(text: str, filename: str) -> Iterator[tuple[int, Any]]:
 
 
 def parse_documents(text: str, filename: str, out: Inputs) -> None:
-    for index, doc in _documents(text, filename):
+    for index, doc in documents(text, filename):
         where = f"{filename}: document {index}"
         if not isinstance(doc, Mapping) or "apiVersion" not in doc or "kind" not in doc:
             missing = "apiVersion" if not isinstance(doc, Mapping) or "apiVersion" not in doc else "kind"

@@ -169,6 +169,31 @@ def render_text(res: Results, out: TextIO) -> None:
     w(f"Total cost: ${res.cost_per_hour:.4f}/h   Lower bound: {bound}   Solve: {res.solve_seconds:.3f}s\n")
 
 
+def resolve_catalog(inp: Inputs, cat_inp: Inputs, region: str, stderr: TextIO) -> list[InstanceType] | None:
+    """What every dry-run command does after reading its files: one notice for skipped objects, then
+    the catalog (InstanceType documents, else the built-in one of `region`). None after printing an
+    error (the caller exits 2)."""
+    if inp.skipped_total or cat_inp.skipped_total:
+        counts: dict[str, int] = dict(inp.skipped)
+        for k, v in cat_inp.skipped.items():
+            counts[k] = counts.get(k, 0) + v
+        kinds = ", ".join(f"{k} {v}" for k, v in sorted(counts.items()))
+        print(f"skipped {sum(counts.values())} objects of other kinds ({kinds})", file=stderr)
+    catalog = inp.instance_types + cat_inp.instance_types
+    if not catalog:
+        try:
+            catalog = _builtin_catalog(inp, region)
+        except CatalogUnavailable as e:
+            print(f"error: {e}", file=stderr)
+            return None
+    names = [it.name for it in catalog]
+    if len(set(names)) != len(names):
+        dup = sorted({n for n in names if names.count(n) > 1})[0]
+        print(f"error: InstanceType {dup} is defined more than once", file=stderr)
+        return None
+    return catalog
+
+
 def main(
     argv: Sequence[str] | None = None, *, stdout: TextIO | None = None, stderr: TextIO | None = None
 ) -> int:
@@ -184,23 +209,8 @@ def main(
     except InputError as e:
         print(f"error: {e}", file=stderr)
         return 2
-    if inp.skipped_total or cat_inp.skipped_total:
-        counts: dict[str, int] = dict(inp.skipped)
-        for k, v in cat_inp.skipped.items():
-            counts[k] = counts.get(k, 0) + v
-        kinds = ", ".join(f"{k} {v}" for k, v in sorted(counts.items()))
-        print(f"skipped {sum(counts.values())} objects of other kinds ({kinds})", file=stderr)
-    catalog = inp.instance_types + cat_inp.instance_types
-    if not catalog:
-        try:
-            catalog = _builtin_catalog(inp, args.region)
-        except CatalogUnavailable as e:
-            print(f"error: {e}", file=stderr)
-            return 2
-    names = [it.name for it in catalog]
-    if len(set(names)) != len(names):
-        dup = sorted({n for n in names if names.count(n) > 1})[0]
-        print(f"error: InstanceType {dup} is defined more than once", file=stderr)
+    catalog = resolve_catalog(inp, cat_inp, args.region, stderr)
+    if catalog is None:
         return 2
     try:
         res = plan_from_inputs(inp, catalog)

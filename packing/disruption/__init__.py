@@ -1,0 +1,34 @@
+"""Loadmaster's disruption engine: emptiness, drift, expiration and consolidation, with budgets and PDBs.
+
+    report = consolidate(cluster, at, min_savings=MinSavings.parse("5%"))
+
+Every what-if runs through the provisioning engine's Scheduler (packing.scheduling); pure Python, no Django.
+"""
+
+from __future__ import annotations
+
+from packing.disruption.engine import MinSavings, consolidate, parse_time
+from packing.disruption.model import (
+    Action,
+    Budget,
+    Cluster,
+    DisruptionSettings,
+    NodeInfo,
+    NotDisrupted,
+    PodMeta,
+    Report,
+)
+
+__all__ = [
+    "Action",
+    "Budget",
+    "Cluster",
+    "DisruptionSettings",
+    "MinSavings",
+    "NodeInfo",
+    "NotDisrupted",
+    "PodMeta",
+    "Report",
+    "consolidate",
+    "parse_time",
+]

@@ -1,0 +1,83 @@
+"""`python -m packing consolidate`: a dry run of the disruption controller over Kubernetes objects read from files."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from collections.abc import Sequence
+from typing import TextIO
+
+from packing.disruption.engine import MinSavings, consolidate, parse_time
+from packing.disruption.inputs import Extras, build_cluster, read_files
+from packing.disruption.output import render_json, render_text
+from packing.kubeobjects import InputError, Inputs
+from packing.plan_cli import resolve_catalog
+
+__all__ = ["build_parser", "main"]
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # type: ignore[override]
+        self.print_usage(sys.stderr)
+        print(f"packing consolidate: {message}", file=sys.stderr)
+        raise SystemExit(2)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = _Parser(
+        prog="python -m packing consolidate",
+        description="Dry-run the disruption controller: which nodes it would delete or replace now, and why.",
+    )
+    p.add_argument("files", nargs="+", metavar="FILE", help="YAML or JSON files with Kubernetes objects ('-' = stdin)")
+    p.add_argument("--catalog", action="append", default=[], metavar="FILE", help="InstanceType documents")
+    p.add_argument("--region", default="us-east-1", help="region of the built-in catalog (default us-east-1)")
+    p.add_argument("--at", metavar="ISO-8601", help="the clock for budgets, expiry and consolidateAfter (default now)")
+    p.add_argument(
+        "--min-savings", metavar="X", help="skip moves saving less than X dollars per hour, or X%% of the nodes' cost"
+    )
+    p.add_argument("--output", choices=("json", "text"), default="json")
+    return p
+
+
+def main(argv: Sequence[str] | None = None, *, stdout: TextIO | None = None, stderr: TextIO | None = None) -> int:
+    stdout = stdout or sys.stdout
+    stderr = stderr or sys.stderr
+    try:
+        args = build_parser().parse_args(list(argv) if argv is not None else None)
+    except SystemExit as e:
+        return int(e.code or 0)
+    try:
+        at = parse_time(args.at) if args.at else None
+    except ValueError:
+        print(f"error: --at: invalid time {args.at!r} (expected ISO-8601, e.g. 2026-12-01T05:00:00Z)", file=stderr)
+        return 2
+    try:
+        min_savings = MinSavings.parse(args.min_savings) if args.min_savings is not None else None
+    except ValueError as e:
+        print(f"error: {e}", file=stderr)
+        return 2
+    try:
+        inp, ex = read_files(args.files)
+        cat_inp, _ = read_files(args.catalog, Inputs(), Extras()) if args.catalog else (Inputs(), Extras())
+    except InputError as e:
+        print(f"error: {e}", file=stderr)
+        return 2
+    catalog = resolve_catalog(inp, cat_inp, args.region, stderr)
+    if catalog is None:
+        return 2
+    try:
+        cluster = build_cluster(inp, ex, catalog)
+        report = consolidate(cluster, at, min_savings=min_savings)
+    except Exception as e:  # noqa: BLE001 - the CLI promises a one-line message, never a traceback
+        if os.environ.get("LOADMASTER_DEBUG"):
+            raise
+        print(f"error: consolidation failed: {type(e).__name__}: {e} (set LOADMASTER_DEBUG=1 for details)", file=stderr)
+        return 1
+    if args.output == "json":
+        json.dump(render_json(report), stdout, indent=2)
+        stdout.write("\n")
+    else:
+        render_text(report, stdout)
+    return 0

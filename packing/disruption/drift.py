@@ -1,0 +1,63 @@
+"""Drift, as the dry-run CLI defines it: the node no longer matches what its NodePool would launch today.
+
+A node is drifted when its labels (completed with its instance type's catalog labels, as a NodeClaim's would be)
+no longer satisfy the pool's requirements, when it lacks a label the pool's template sets or carries another
+value, when its taints differ from the template's (startup taints and the taints Kubernetes and Karpenter manage
+themselves aside), or when its instance type has left the catalog.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from packing.instancetype import InstanceType
+from packing.nodepool import INSTANCE_TYPE_LABEL, NodePool
+from packing.taints import Taint
+
+__all__ = ["drift_reason"]
+
+# taints the node's lifecycle adds and removes (not-ready, unschedulable, Karpenter's disrupted marker): not drift
+_MANAGED_TAINT_PREFIXES = ("node.kubernetes.io/", "node.cloudprovider.kubernetes.io/", "karpenter.sh/")
+
+
+def _taint_set(taints: tuple[Taint, ...], startup: tuple[Taint, ...]) -> set[Taint]:
+    skip = set(startup)
+    return {t for t in taints if t not in skip and not t.key.startswith(_MANAGED_TAINT_PREFIXES)}
+
+
+def drift_reason(
+    labels: Mapping[str, str],
+    taints: tuple[Taint, ...],
+    pool: NodePool,
+    catalog: Mapping[str, InstanceType],
+) -> str | None:
+    """Why the node has drifted from its NodePool, or None when it still matches."""
+    it_name = labels.get(INSTANCE_TYPE_LABEL, "")
+    it = catalog.get(it_name)
+    if it is None:
+        return f"instance type {it_name or '(none)'} is no longer in the catalog"
+    merged = dict(it.labels)
+    merged.update(labels)
+    bad = pool.requirements.first_unmatched(merged)
+    if bad is not None:
+        have = merged.get(bad.key)
+        got = "absent" if have is None else f"{have}"
+        return f"label {bad.key}={got} no longer satisfies nodepool requirement {bad}"
+    for k, v in sorted(pool.labels.items()):
+        have = labels.get(k)
+        if have is None:
+            return f"label {k} of the nodepool template is missing"
+        if have != v:
+            return f"label {k}={have} differs from the nodepool template's {v}"
+    want = _taint_set(pool.taints, ())
+    have_t = _taint_set(taints, pool.startup_taints)
+    if want != have_t:
+        extra = sorted(str(t) for t in have_t - want)
+        missing = sorted(str(t) for t in want - have_t)
+        parts = []
+        if missing:
+            parts.append(f"missing {', '.join(missing)}")
+        if extra:
+            parts.append(f"extra {', '.join(extra)}")
+        return f"taints differ from the nodepool template ({'; '.join(parts)})"
+    return None

@@ -1,0 +1,946 @@
+"""The disruption loop: emptiness, drift, expiration, multi-node and single-node consolidation, in Karpenter's order.
+
+Each round tries the methods in order and takes the first action one of them finds; the action is applied to the
+simulated cluster (its nodes gone, their pods running where the what-if put them, replacements launched) and the
+loop starts again, until no method finds anything. The resulting list is what the disruption controller would do
+now if every action succeeded, and it respects the budgets as a whole: every node disrupted earlier in the list
+still counts as disrupting for the actions after it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+import time
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from packing.disruption.budgets import budget_limit
+from packing.disruption.drift import drift_reason
+from packing.disruption.model import (
+    BUDGET_REASONS,
+    DELETION_COST,
+    DO_NOT_DISRUPT,
+    LAST_POD_EVENT,
+    MIRROR_ANNOTATION,
+    Action,
+    Cluster,
+    NodeInfo,
+    NotDisrupted,
+    Report,
+)
+from packing.disruption.pdb import PdbIndex
+from packing.disruption.simulation import ClusterSim, WhatIf
+from packing.durations import DurationError, format_duration, parse_duration
+from packing.instancetype import CAPACITY_TYPE_SPOT, InstanceType
+from packing.nodepool import CAPACITY_TYPE_LABEL, INSTANCE_TYPE_LABEL, ZONE_LABEL, NodePool
+from packing.plan_cli import render_json
+from packing.pods import Pod
+from packing.scheduling.scheduler import Results, Scheduler
+
+__all__ = ["MAX_MULTI_CANDIDATES", "SPOT_TO_SPOT_MIN_TYPES", "MinSavings", "consolidate", "parse_time"]
+
+MAX_MULTI_CANDIDATES = 100  # Karpenter considers at most 100 nodes per multi-node consolidation
+SPOT_TO_SPOT_MIN_TYPES = 15  # and replaces spot with spot only when this many cheaper spot types could launch
+_EPS = 1e-9
+
+
+def parse_time(text: str) -> datetime:
+    """ISO-8601 (a trailing Z allowed); a time without an offset is taken as UTC."""
+    t = datetime.fromisoformat(text.strip().replace("z", "Z"))
+    return t.replace(tzinfo=UTC) if t.tzinfo is None else t.astimezone(UTC)
+
+
+def _fmt_time(t: datetime) -> str:
+    return t.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def money(x: float) -> str:
+    return f"${x:.3f}/h" if abs(x) >= 0.01 or x == 0 else f"${x:.4f}/h"
+
+
+@dataclass(frozen=True)
+class MinSavings:
+    """--min-savings: dollars per hour ("0.05", "$0.05") or a percent of the disrupted nodes' cost ("5%")."""
+
+    dollars: float | None = None
+    percent: float | None = None
+
+    @classmethod
+    def parse(cls, text: str) -> MinSavings:
+        t = text.strip()
+        m = re.fullmatch(r"([0-9]*\.?[0-9]+)\s*%", t)
+        if m:
+            return cls(percent=float(m.group(1)))
+        m = re.fullmatch(r"\$?([0-9]*\.?[0-9]+)(?:/h)?", t)
+        if m:
+            return cls(dollars=float(m.group(1)))
+        raise ValueError(f"invalid --min-savings {text!r}: use dollars per hour (0.05) or a percent (5%)")
+
+    def allows(self, savings: float, cost: float) -> bool:
+        if self.dollars is not None and savings + _EPS < self.dollars:
+            return False
+        return not (self.percent is not None and savings + _EPS < cost * self.percent / 100)
+
+    def __str__(self) -> str:
+        return f"{self.percent:g}%" if self.percent is not None else money(self.dollars or 0.0)
+
+
+def _eviction_cost(p: Pod, meta_annotations: dict[str, str], priority: int) -> float:
+    # Karpenter's disruption cost: 1 per pod, nudged by pod-deletion-cost and priority, clamped
+    cost = 1.0
+    try:
+        cost += float(meta_annotations.get(DELETION_COST, "0")) / 2**27
+    except ValueError:
+        pass
+    cost += priority / 2**25
+    return max(-10.0, min(10.0, cost))
+
+
+class _Engine:
+    def __init__(self, cluster: Cluster, at: datetime, min_savings: MinSavings | None, max_solves: int) -> None:
+        self.c = cluster
+        self.at = at
+        self.min_savings = min_savings
+        self.max_solves = max_solves
+        self.pools: dict[str, NodePool] = {p.name: p for p in cluster.nodepools}
+        self.catalog: dict[str, InstanceType] = {it.name: it for it in cluster.catalog}
+        self.base = Scheduler(cluster.nodepools, cluster.catalog, (), (), cluster.daemonsets)
+        self.info: dict[str, NodeInfo] = {n.name: n for n in cluster.nodes}
+        self.input_order = [n.name for n in cluster.nodes]
+        fixed = {p.key for p in cluster.running if self._is_fixed(p)}
+        deleting = {n.name for n in cluster.nodes if n.deleting}
+        self.sim = ClusterSim(
+            self.base,
+            [n.spec for n in cluster.nodes],
+            cluster.running,
+            cluster.pending,
+            cluster.inflight,
+            fixed,
+            deleting,
+        )
+        self.price: dict[str, float] = {}
+        self.price_known: dict[str, bool] = {}
+        for n in cluster.nodes:
+            pr = self.base.price_of(n.spec.labels)
+            self.price[n.name] = pr or 0.0
+            self.price_known[n.name] = pr is not None
+        self.total: dict[str, int] = {}
+        self.busy: dict[str, set[str]] = {}
+        for n in cluster.nodes:
+            pool = n.nodepool or ""
+            self.total[pool] = self.total.get(pool, 0) + 1
+            if n.deleting or not n.ready:
+                self.busy.setdefault(pool, set()).add(n.name)
+        self.pdb = PdbIndex(
+            cluster.pdbs, [*cluster.running, *cluster.pending], cluster.pdb_status, cluster.pdb_null_selector
+        )
+        self.disrupted: set[str] = set()
+        self.new_nodes: set[str] = set()
+        self.touched: set[str] = set()
+        self.why_not: dict[str, str] = {}
+        self.method_why: dict[str, str] = {}  # drift or expiration found the node but could not act: said first
+        self.failed: dict[tuple[str, str], int] = {}  # (method, node) -> epoch it failed at
+        self.multi_failed_epoch: int | None = None
+        self.claim_seq: dict[str, int] = {}
+        self.used_names: set[str] = set(self.info) | {s.name for s in cluster.inflight}
+        self.actions: list[Action] = []
+        self.truncated = False
+        self._hard_cache: dict[str, str | None] = {}
+        self._drift_cache: dict[str, str | None] = {}
+        self._evict_cache: dict[str, float] = {}
+        self._by_price: tuple[npt.NDArray[np.float64], npt.NDArray[np.int64]] | None = None
+        self._types: tuple[tuple[str, ...], npt.NDArray[np.int64], npt.NDArray[np.float64], list[str]] | None = None
+
+    # ------------------------------------------------------------------ facts about nodes
+    def _is_fixed(self, p: Pod) -> bool:
+        """DaemonSet and mirror (static) pods never move and never keep a node alive."""
+        if p.owner_kind in ("DaemonSet", "Node"):
+            return True
+        meta = self.c.pod_meta.get(p.key)
+        return meta is not None and MIRROR_ANNOTATION in meta.annotations
+
+    def _pods(self, name: str) -> list[Pod]:
+        return self.sim.node_pods(name)
+
+    def _pod_dnd(self, p: Pod) -> str | None:
+        meta = self.c.pod_meta.get(p.key)
+        if meta is None:
+            return None
+        v = meta.annotations.get(DO_NOT_DISRUPT)
+        if v is None or v.strip() == "false":
+            return None
+        if v.strip() == "true":
+            return f"pod {p.key} has do-not-disrupt"
+        try:
+            d = parse_duration(v, allow_never=False)
+        except DurationError:
+            return f"pod {p.key} has do-not-disrupt {v!r}, which is neither true nor a duration (treated as true)"
+        if meta.created is None or d is None:
+            return f"pod {p.key} has do-not-disrupt {v}"
+        end = meta.created + d
+        if self.at < end:
+            return f"pod {p.key} has do-not-disrupt until {_fmt_time(end)}"
+        return None
+
+    def hard_reason(self, name: str) -> str | None:
+        """Why the node may not be disrupted by any method (None: it is a candidate). Cached until pods move."""
+        if name not in self._hard_cache:
+            self._hard_cache[name] = self._hard_reason(name)
+        return self._hard_cache[name]
+
+    def _hard_reason(self, name: str) -> str | None:
+        info = self.info.get(name)
+        if info is None:
+            return "launched by an earlier action in this list"
+        spec = info.spec
+        pool = spec.nodepool
+        if not pool:
+            return "not managed (no karpenter.sh/nodepool label)"
+        if pool not in self.pools:
+            return f"nodepool {pool} not found in the input"
+        if not spec.initialized:
+            return "not initialized yet (no karpenter.sh/initialized=true label)"
+        if info.deleting:
+            return "already being disrupted"
+        if info.annotations.get(DO_NOT_DISRUPT, "").strip() == "true":
+            return f"node {name} has do-not-disrupt"
+        for p in (*self._pods(name), *self.sim.fixed_on.get(name, ())):
+            r = self._pod_dnd(p)
+            if r:
+                return r
+        return self.pdb.blocking(self._pods(name))
+
+    def last_pod_change(self, name: str) -> datetime | None:
+        if name in self.touched:
+            return self.at
+        info = self.info[name]
+        raw = info.annotations.get(LAST_POD_EVENT)
+        if raw:
+            try:
+                return parse_time(raw)
+            except ValueError:
+                pass
+        times = [info.created] + [
+            m.created
+            for p in (*self._pods(name), *self.sim.fixed_on.get(name, ()))
+            if (m := self.c.pod_meta.get(p.key)) is not None
+        ]
+        known = [t for t in times if t is not None]
+        return max(known) if known else None
+
+    def gate_reason(self, name: str) -> str | None:
+        """Why consolidation (emptiness, multi- and single-node) may not touch the node."""
+        pool = self.info[name].nodepool or ""
+        st = self.c.settings_for(pool)
+        if st.consolidate_after is None:
+            return f"nodepool {pool} has consolidateAfter Never"
+        if st.consolidate_after:
+            last = self.last_pod_change(name)
+            if last is not None and self.at < last + st.consolidate_after:
+                return (
+                    f"consolidateAfter {format_duration(st.consolidate_after)} has not passed since the last pod "
+                    f"change at {_fmt_time(last)} (until {_fmt_time(last + st.consolidate_after)})"
+                )
+        pods = self._pods(name)
+        if st.policy == "WhenEmpty" and pods:
+            return f"nodepool {pool} consolidates only empty nodes (WhenEmpty) and {len(pods)} pods run here"
+        return None
+
+    def budget_room(self, pool: str, reason: str) -> tuple[int | None, str]:
+        """How many more of the pool's nodes may be disrupted for `reason`, and the binding budget's text."""
+        lim = budget_limit(pool, self.c.settings_for(pool), BUDGET_REASONS.get(reason), self.at, self.total.get(pool, 0))
+        if lim.nodes is None:
+            return None, ""
+        used = len(self.busy.get(pool, ()))
+        text = lim.text + (f" ({used} already disrupting)" if used else "")
+        return max(0, lim.nodes - used), text
+
+    def eviction_cost(self, name: str) -> float:
+        hit = self._evict_cache.get(name)
+        if hit is None:
+            hit = self._evict_cache[name] = self._eviction_cost_of(name)
+        return hit
+
+    def _eviction_cost_of(self, name: str) -> float:
+        total = 0.0
+        for p in self._pods(name):
+            meta = self.c.pod_meta.get(p.key)
+            ann = dict(meta.annotations) if meta else {}
+            total += _eviction_cost(p, ann, meta.priority if meta else 0)
+        return max(0.0, total)
+
+    def candidates(self) -> list[str]:
+        return [n for n in self.sim.order if n in self.info and n not in self.disrupted]
+
+    def _out_of_solves(self) -> bool:
+        if self.sim.solves >= self.max_solves:
+            self.truncated = True
+            return True
+        return False
+
+    # ------------------------------------------------------------------ committing an action
+    def _claim_name(self, pool: str) -> str:
+        n = self.claim_seq.get(pool, 0)
+        while True:
+            n += 1
+            name = f"{pool}-{n}"
+            if name not in self.used_names:
+                self.claim_seq[pool] = n
+                self.used_names.add(name)
+                return name
+
+    def _type_price(self, it_name: str, pool: str, capacity_type: str) -> float | None:
+        """The cheapest available offering of a type in the zones its pool allows (for the replacement's options)."""
+        it = self.catalog.get(it_name)
+        if it is None:
+            return None
+        p = self.pools.get(pool)
+        zr = p.requirements.get(ZONE_LABEL) if p else None
+        prices = [
+            o.price
+            for o in it.offerings
+            if o.available and o.price is not None and o.capacity_type == capacity_type
+            and (zr is None or zr.has(o.zone))
+        ]
+        return min(prices) if prices else None
+
+    def _commit(
+        self,
+        names: Sequence[str],
+        wi: WhatIf,
+        reason: str,
+        why: str,
+        savings: float,
+        options: dict[str, list[str]] | None = None,
+    ) -> Action:
+        renamed: dict[str, str] = {}
+        replacements: list[dict[str, Any]] = []
+        for c in wi.claims:
+            new = self._claim_name(c.nodepool)
+            renamed[c.name] = new
+            rc = dataclasses.replace(c, name=new)
+            obj = render_json(Results(nodeclaims=[rc]))["nodeclaims"][0]
+            if options and c.name in options:
+                obj["instance_type_options"] = options[c.name]
+            replacements.append(obj)
+        moves = {}
+        for p in sorted(wi.evicted, key=lambda q: q.key):
+            claim = wi.claim_targets.get(p.key)
+            moves[p.key] = renamed[claim] if claim is not None else wi.targets[p.key]
+        cost = sum(self.price[n] for n in names)
+        after = sum(c.price_per_hour for c in wi.claims)
+        action = Action(
+            type="replace" if wi.claims else "delete",
+            reason=reason,
+            nodes=list(names),
+            replacements=replacements,
+            savings_per_hour=round(savings, 6),
+            moves=moves,
+            why=why,
+            cost_before=cost,
+            cost_after=after,
+        )
+        self.sim.apply(names, wi, renamed)
+        for n in names:
+            self.disrupted.add(n)
+            self.busy.setdefault(self.info[n].nodepool or "", set()).add(n)
+            self.why_not.pop(n, None)
+            self.method_why.pop(n, None)
+        self.new_nodes.update(renamed.values())
+        self.touched.update(t for t in wi.targets.values())
+        for n in (*names, *wi.targets.values()):
+            self._hard_cache.pop(n, None)
+            self._evict_cache.pop(n, None)
+        self.actions.append(action)
+        return action
+
+    # ------------------------------------------------------------------ judging a consolidation what-if
+    def _judge(self, names: Sequence[str], wi: WhatIf) -> tuple[str, float, dict[str, list[str]], str]:
+        """(failure, savings, replacement options, note) for consolidating `names` as `wi` proposes."""
+        cost = sum(self.price[n] for n in names)
+        if not wi.ok:
+            return wi.failure, 0.0, {}, ""
+        if len(wi.claims) > 1:
+            return (
+                f"its pods would need {len(wi.claims)} new nodes (consolidation launches at most one)",
+                0.0,
+                {},
+                "",
+            )
+        options: dict[str, list[str]] = {}
+        note = ""
+        if wi.claims:
+            c = wi.claims[0]
+            if c.price_per_hour + _EPS >= cost:
+                return (
+                    f"no cheaper replacement: cheapest fitting option {c.instance_type} {c.capacity_type} at "
+                    f"{money(c.price_per_hour)} ≥ current {money(cost)}",
+                    0.0,
+                    {},
+                    "",
+                )
+            cts = {self.info[n].spec.labels.get(CAPACITY_TYPE_LABEL, "") for n in names}
+            if c.capacity_type == CAPACITY_TYPE_SPOT:
+                cheaper = [
+                    t
+                    for t in c.instance_type_options
+                    if (sp := self._type_price(t, c.nodepool, CAPACITY_TYPE_SPOT)) is not None and sp + _EPS < cost
+                ]
+                if c.instance_type in cheaper:
+                    cheaper.remove(c.instance_type)
+                cheaper.insert(0, c.instance_type)
+                if cts == {CAPACITY_TYPE_SPOT}:
+                    if len(names) > 1:
+                        return "spot-to-spot replacement is only done for single-node consolidation", 0.0, {}, ""
+                    if len(cheaper) < SPOT_TO_SPOT_MIN_TYPES:
+                        return (
+                            f"spot-to-spot replacement needs at least {SPOT_TO_SPOT_MIN_TYPES} cheaper spot "
+                            f"instance types, found {len(cheaper)}",
+                            0.0,
+                            {},
+                            "",
+                        )
+                    cheaper = cheaper[:SPOT_TO_SPOT_MIN_TYPES]
+                else:
+                    note = "; replacement pinned to spot"
+                options[c.name] = cheaper
+            else:
+                kept = [
+                    t
+                    for t in c.instance_type_options
+                    if (pr := self._type_price(t, c.nodepool, c.capacity_type)) is not None and pr + _EPS < cost
+                ]
+                if c.instance_type in kept:
+                    kept.remove(c.instance_type)
+                options[c.name] = [c.instance_type, *kept]
+        savings = cost - wi.extra_cost
+        if savings <= _EPS:
+            return f"no saving: its pods would cost {money(wi.extra_cost)} elsewhere ≥ current {money(cost)}", 0.0, {}, ""
+        if self.min_savings is not None and not self.min_savings.allows(savings, cost):
+            return f"saving {money(savings)} is below --min-savings {self.min_savings}", savings, {}, ""
+        return "", savings, options, note
+
+    def _consolidation_why(self, names: Sequence[str], wi: WhatIf, savings: float, note: str) -> str:
+        cost = sum(self.price[n] for n in names)
+        k = len(wi.evicted)
+        what = f"node {names[0]}" if len(names) == 1 else f"{len(names)} nodes"
+        if not wi.claims:
+            return f"underutilized: the {k} pods of {what} ({money(cost)}) fit on other nodes; saves {money(savings)}"
+        c = wi.claims[0]
+        evicted = {q.key for q in wi.evicted}
+        on_new = sum(1 for p in c.pods if p.key in evicted)
+        held = f"all {k} of its pods" if on_new == k else f"{on_new} of its {k} pods, the rest fit on other nodes"
+        return (
+            f"underutilized: {what} ({money(cost)}) replaced by one {c.instance_type} {c.capacity_type} at "
+            f"{money(c.price_per_hour)} holding {held}; saves {money(savings)}{note}"
+        )
+
+    # ------------------------------------------------------------------ methods
+    def emptiness(self) -> bool:
+        empties: list[str] = []
+        for n in self.candidates():
+            if self._pods(n):
+                continue
+            r = self.hard_reason(n) or self.gate_reason(n)
+            if r:
+                continue
+            empties.append(n)
+        if not empties:
+            return False
+        if self.sim.pending:
+            # an empty node the pending pods would land on is not idle: deleting it would only launch another
+            base = self.sim.scheduler().solve(self.sim.pending, exclude_nodes=self.sim.excluded)
+            self.sim.solves += 1
+            wanted = {e.name: e.pods[0].key for e in base.existing if e.pods}
+            for n in list(empties):
+                if n in wanted:
+                    self.why_not[n] = f"pending pod {wanted[n]} would schedule on it"
+                    empties.remove(n)
+        chosen: list[str] = []
+        by_pool: dict[str, list[str]] = {}
+        for n in empties:
+            by_pool.setdefault(self.info[n].nodepool or "", []).append(n)
+        for pool, names in sorted(by_pool.items()):
+            names.sort(key=lambda n: (-self.price[n], n))
+            room, text = self.budget_room(pool, "empty")
+            take = names if room is None else names[:room]
+            chosen.extend(take)
+            for n in names[len(take) :]:
+                self.why_not[n] = text
+        if not chosen:
+            return False
+        chosen.sort(key=self.input_order.index)
+        savings = sum(self.price[n] for n in chosen)
+        if self.min_savings is not None and not self.min_savings.allows(savings, savings):
+            for n in chosen:
+                self.why_not[n] = f"saving {money(savings)} is below --min-savings {self.min_savings}"
+            return False
+        wi = WhatIf(Results(), [])
+        what = f"node {chosen[0]} is" if len(chosen) == 1 else f"{len(chosen)} nodes are"
+        self._commit(
+            chosen, wi, "empty", f"empty: {what} running no pods besides DaemonSet and mirror pods; saves {money(savings)}", savings
+        )
+        return True
+
+    def _replace_or_delete(self, name: str, reason: str, method: str, detail: str) -> bool:
+        """Drift and expiration: move the pods wherever the simulation puts them, with any number of new nodes."""
+        if self.failed.get((method, name)) == self.sim.epoch or self._out_of_solves():
+            return False
+        wi = self.sim.what_if([name])
+        if not wi.ok:
+            self.failed[(method, name)] = self.sim.epoch
+            self.method_why[name] = f"{detail}, but {wi.failure}"
+            return False
+        cost = self.price[name]
+        savings = cost - wi.extra_cost
+        new = ""
+        if wi.claims:
+            new = f" and {len(wi.claims)} new nodeclaim{'s' if len(wi.claims) > 1 else ''} ({money(sum(c.price_per_hour for c in wi.claims))})"
+        moved = f"; its {len(wi.evicted)} pods move to other nodes{new}" if wi.evicted else "; it runs no pods to move"
+        self._commit([name], wi, reason, f"{detail}{moved}", savings)
+        return True
+
+    def drift(self) -> bool:
+        drifted: list[tuple[bool, datetime, str, str]] = []
+        for n in self.candidates():
+            pool = self.pools.get(self.info[n].nodepool or "")
+            if pool is None or self.hard_reason(n):
+                continue
+            if n not in self._drift_cache:  # a node's labels, taints and pool do not change during a run
+                spec = self.info[n].spec
+                self._drift_cache[n] = drift_reason(spec.labels, spec.taints, pool, self.catalog)
+            r = self._drift_cache[n]
+            if r is None:
+                continue
+            created = self.info[n].created or datetime.min.replace(tzinfo=UTC)
+            drifted.append((bool(self._pods(n)), created, n, r))
+        drifted.sort()  # empty drifted nodes first, then the oldest
+        for _, _, n, r in drifted:
+            pool_name = self.info[n].nodepool or ""
+            room, text = self.budget_room(pool_name, "drifted")
+            if room is not None and room <= 0:
+                self.method_why[n] = f"drifted ({r}), but {text}"
+                continue
+            if self._replace_or_delete(n, "drifted", "drift", f"drifted: {r}"):
+                return True
+        return False
+
+    def expiration(self) -> bool:
+        expired: list[tuple[datetime, str, str]] = []
+        for n in self.candidates():
+            info = self.info[n]
+            st = self.c.settings_for(info.nodepool or "")
+            if st.expire_after is None or info.created is None or info.nodepool not in self.pools:
+                continue
+            if info.created + st.expire_after > self.at or self.hard_reason(n):
+                continue
+            detail = (
+                f"expired: created {_fmt_time(info.created)}, older than expireAfter "
+                f"{format_duration(st.expire_after)}"
+            )
+            expired.append((info.created, n, detail))
+        expired.sort()
+        for _, n, detail in expired:  # expiration is not budgeted, but the nodes it takes count as disrupting
+            if self._replace_or_delete(n, "expired", "expire", detail):
+                return True
+        return False
+
+    def _consolidatable(self) -> list[str]:
+        out = []
+        for n in self.candidates():
+            if not self._pods(n) or not self.price_known[n]:
+                # empty nodes are emptiness's; and a node of unknown price has no saving to weigh
+                continue
+            r = self.hard_reason(n) or self.gate_reason(n)
+            if r:
+                continue
+            out.append(n)
+        score = {n: self.price[n] / (1.0 + self.eviction_cost(n)) for n in out}
+        out.sort(key=lambda n: (-score[n], n))
+        return out
+
+    def _within_limits(self, ordered: Iterable[str], limit: int) -> list[str]:
+        """The first nodes of `ordered` that budgets and PDBs allow to go together."""
+        picked: list[str] = []
+        taken: dict[str, int] = {}
+        pdb_used: dict[str, int] = {}
+        rooms: dict[str, tuple[int | None, str]] = {}
+        for n in ordered:
+            pool = self.info[n].nodepool or ""
+            if pool not in rooms:
+                rooms[pool] = self.budget_room(pool, "underutilized")
+            room, text = rooms[pool]
+            if room is not None and taken.get(pool, 0) >= room:
+                self.why_not[n] = text
+                continue
+            pods = self._pods(n)
+            if self.pdb.blocking(pods, pdb_used):
+                continue  # alone it is fine (hard_reason passed); together with the others it is not
+            for k, v in self.pdb.usage(pods).items():
+                pdb_used[k] = pdb_used.get(k, 0) + v
+            taken[pool] = taken.get(pool, 0) + 1
+            picked.append(n)
+            if len(picked) >= limit:
+                break
+        return picked
+
+    def multi_node(self) -> bool:
+        # A search that found nothing is not repeated until capacity has been added (a replacement launched):
+        # deletions since then only took room away, which cannot make a larger set fit.
+        if self.multi_failed_epoch == self.sim.epoch:
+            return False
+        cands = self._within_limits(self._consolidatable(), MAX_MULTI_CANDIDATES)
+        if len(cands) < 2:
+            self.multi_failed_epoch = self.sim.epoch
+            return False
+        best: tuple[list[str], WhatIf, float, dict[str, list[str]], str] | None = None
+
+        def attempt(n: int) -> bool:
+            nonlocal best
+            prefix = cands[:n]
+            if self._precheck(prefix) or self._first_fit_check(prefix) or self._out_of_solves():
+                return False
+            wi = self.sim.what_if(prefix, max_new=1)
+            fail, savings, options, note = self._judge(prefix, wi)
+            if fail:
+                return False
+            best = (prefix, wi, savings, options, note)
+            return True
+
+        # The whole list is probed first: when it works no smaller prefix can be larger, and on a fragmented
+        # cluster it often does, which saves the search's other five or six simulations.
+        hi = self._longest_plausible_prefix(cands)
+        if hi >= 1 and not attempt(hi):
+            lo, hi = 1, hi - 1
+            while lo <= hi and not self.truncated:
+                mid = (lo + hi) // 2
+                if attempt(mid):
+                    lo = mid + 1
+                else:
+                    hi = mid - 1
+        if best is None:
+            self.multi_failed_epoch = self.sim.epoch
+            return False
+        prefix, wi, savings, options, note = best
+        self._commit(prefix, wi, "underutilized", self._consolidation_why(prefix, wi, savings, note), savings, options)
+        return True
+
+    def _type_table(self) -> tuple[tuple[str, ...], npt.NDArray[np.int64], npt.NDArray[np.float64], list[str]]:
+        """Every type some pool could launch: allocatable, and its cheapest offering's price and capacity type.
+
+        Optimistic on purpose (DaemonSet overhead and the pods' own constraints ignored): it only serves to skip
+        simulations that cannot succeed, so it must never say no where the simulation could say yes.
+        """
+        if self._types is None:
+            keys = {"cpu", "memory", "pods"}
+            for p in (*self.c.running, *self.c.pending):
+                keys.update(p.requests)
+            kt = tuple(sorted(keys))
+            rows: list[list[int]] = []
+            prices: list[float] = []
+            labels: list[str] = []
+            for it in self.c.catalog:
+                best: tuple[float, str] | None = None
+                for pool in self.c.nodepools:
+                    tl = dict(it.labels)
+                    tl[INSTANCE_TYPE_LABEL] = it.name
+                    reqs = pool.requirements
+                    if not all(r.has(tl.get(k)) for k, r in reqs.items() if k not in (ZONE_LABEL, CAPACITY_TYPE_LABEL)):
+                        continue
+                    zr, cr = reqs.get(ZONE_LABEL), reqs.get(CAPACITY_TYPE_LABEL)
+                    for o in it.offerings:
+                        if not o.available or o.price is None:
+                            continue
+                        if (zr is not None and not zr.has(o.zone)) or (cr is not None and not cr.has(o.capacity_type)):
+                            continue
+                        if best is None or o.price < best[0]:
+                            best = (o.price, o.capacity_type)
+                if best is None:
+                    continue
+                rows.append([it.allocatable.get(k, 0) for k in kt])
+                prices.append(best[0])
+                labels.append(f"{it.name} {best[1]}")
+            self._types = (
+                kt,
+                np.array(rows, dtype=np.int64).reshape(len(rows), len(kt)),
+                np.array(prices, dtype=np.float64),
+                labels,
+            )
+        return self._types
+
+    def _sorted_types(self) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.int64]]:
+        """Type prices ascending, and the running maximum allocatable over the types up to each one."""
+        if self._by_price is None:
+            _, talloc, tprice, _ = self._type_table()
+            order = np.argsort(tprice, kind="stable")
+            cm = np.maximum.accumulate(talloc[order], axis=0) if len(order) else talloc
+            self._by_price = (tprice[order], cm)
+        return self._by_price
+
+    def _biggest_cheaper(self, costs: npt.NDArray[np.float64]) -> npt.NDArray[np.int64]:
+        """Per cost, the elementwise largest allocatable among types strictly cheaper (zeros when none)."""
+        prices, cm = self._sorted_types()
+        idx = np.searchsorted(prices, costs - _EPS, side="left")
+        out = np.zeros((len(costs), cm.shape[1] if cm.ndim == 2 else 0), dtype=np.int64)
+        has = idx > 0
+        if bool(has.any()):
+            out[has] = cm[idx[has] - 1]
+        return out
+
+    def _longest_plausible_prefix(self, cands: Sequence[str]) -> int:
+        """The longest prefix whose pods could fit at all: their total must not exceed the free room left on the
+        other nodes plus the largest type cheaper than the prefix (a necessary condition, so nothing valid is
+        lost)."""
+        keys = self._type_table()[0]
+        names, free = self.sim.free_matrix(keys)
+        row = {n: i for i, n in enumerate(names)}
+        freec = np.clip(free, 0, None)
+        total = freec.sum(axis=0)
+        pods = np.array(
+            [[sum(p.requests.get(k, 0) for p in self._pods(n)) for k in keys] for n in cands], dtype=np.int64
+        ).reshape(len(cands), len(keys))
+        own = np.array([freec[row[n]] if n in row else np.zeros(len(keys), dtype=np.int64) for n in cands])
+        costs = np.cumsum(np.array([self.price[n] for n in cands], dtype=np.float64))
+        ok = np.all(np.cumsum(pods, axis=0) <= total - np.cumsum(own, axis=0) + self._biggest_cheaper(costs), axis=1)
+        good = np.flatnonzero(ok)
+        return int(good[-1]) + 1 if len(good) else 0
+
+    def _precheck_many(self, cands: Sequence[str]) -> dict[str, str]:
+        """_precheck for many single nodes at once (one numpy pass instead of one per node)."""
+        keys, talloc, tprice, tlabel = self._type_table()
+        names, free = self.sim.free_matrix(keys)
+        row = {n: i for i, n in enumerate(names)}
+        pod_rows: list[list[int]] = []
+        owner: list[int] = []
+        cidx: list[int] = []
+        for ci, n in enumerate(cands):
+            for p in self._pods(n):
+                pod_rows.append([p.requests.get(k, 0) for k in keys])
+                owner.append(row.get(n, -1))
+                cidx.append(ci)
+        if not pod_rows or not len(names):
+            return {}
+        pm = np.array(pod_rows, dtype=np.int64)
+        uniq, inv = np.unique(pm, axis=0, return_inverse=True)
+        inv = np.asarray(inv).reshape(-1)
+        fit_u = np.all(uniq[:, None, :] <= free[None, :, :], axis=2)  # distinct pod shapes x nodes
+        count = fit_u.sum(axis=1)[inv]
+        own_row = np.asarray(owner, dtype=np.int64)
+        own_fit = np.where(own_row >= 0, fit_u[inv, np.clip(own_row, 0, None)], False)
+        elsewhere = (count - own_fit.astype(np.int64)) > 0
+        ci_arr = np.asarray(cidx, dtype=np.int64)
+        nc = len(cands)
+        stuck = np.zeros((nc, len(keys)), dtype=np.int64)
+        np.add.at(stuck, ci_arr[~elsewhere], pm[~elsewhere])
+        total_pods = np.zeros((nc, len(keys)), dtype=np.int64)
+        np.add.at(total_pods, ci_arr, pm)
+        freec = np.clip(free, 0, None)
+        own_free = np.array([freec[row[n]] if n in row else np.zeros(len(keys), dtype=np.int64) for n in cands])
+        costs = np.array([self.price[n] for n in cands], dtype=np.float64)
+        roomy = np.all(total_pods <= freec.sum(axis=0) - own_free + self._biggest_cheaper(costs), axis=1)
+        out: dict[str, str] = {}
+        has_stuck = np.any(stuck > 0, axis=1)
+        for ci in np.flatnonzero(~roomy).tolist():
+            out[cands[ci]] = "its pods do not fit in the free room of the other nodes plus one cheaper node"
+        check = np.flatnonzero(has_stuck)  # the more telling reason, when there is one, replaces the above
+        if len(check):
+            ok = np.all(talloc[None, :, :] >= stuck[check][:, None, :], axis=2)  # candidates x types
+            priced = np.where(ok, tprice[None, :], np.inf)
+            best = np.argmin(priced, axis=1)
+            for j, ci in enumerate(check.tolist()):
+                n = cands[ci]
+                if not bool(ok[j].any()):
+                    out[n] = "its pods would need more than one new node (consolidation launches at most one)"
+                elif tprice[best[j]] + _EPS >= costs[ci]:
+                    out[n] = (
+                        f"no cheaper replacement: cheapest fitting option {tlabel[best[j]]} at "
+                        f"{money(float(tprice[best[j]]))} ≥ current {money(float(costs[ci]))}"
+                    )
+        return out
+
+    def _first_fit_applies(self, names: Sequence[str]) -> bool:
+        """True when the pods of `names` have no placement constraint at all and no pending pod competes."""
+        if self.sim.pending:
+            return False  # pending pods would compete for the same room: let the simulation weigh them
+        pods = [p for n in names for p in self._pods(n)]
+        return bool(pods) and not any(
+            p.node_selector or p.required_terms or p.preferred_terms or p.tolerations or p.spread or p.affinity
+            or p.anti_affinity or p.preferred_affinity or p.preferred_anti_affinity or p.host_ports
+            for p in pods
+        )
+
+    def _first_fit_check(self, names: Sequence[str]) -> str | None:
+        """For pods with no placement constraints at all, the simulation's existing-node step is plain first-fit:
+        largest pod first, nodes in name order (skipping tainted ones, which such pods cannot use). Emulating it
+        tells what is left for the one new node, and whether a type cheaper than the node could hold that, without
+        the cost of a simulation. None: nothing ruled out (the simulation decides)."""
+        if not self._first_fit_applies(names):
+            return None
+        pods = [p for n in names for p in self._pods(n)]
+        keys, talloc, tprice, tlabel = self._type_table()
+        rows, free = self.sim.first_fit_matrix(keys)
+        f = free.copy()
+        for n in names:
+            if n in rows:
+                f[rows[n]] = -1  # the node itself is going
+        left = np.zeros(len(keys), dtype=np.int64)
+        order = sorted(pods, key=lambda p: (-p.requests.get("cpu", 0), -p.requests.get("memory", 0), p.namespace, p.name))
+        vecs = [tuple(p.requests.get(k, 0) for k in keys) for p in order]
+        # First-fit of k identical pods in a row fills each node, in order, with as many as fit there before moving
+        # on: so each run of identical pods is placed at once with a cumulative sum instead of pod by pod.
+        i = 0
+        while i < len(vecs):
+            j = i
+            while j < len(vecs) and vecs[j] == vecs[i]:
+                j += 1
+            k = j - i
+            v = np.array(vecs[i], dtype=np.int64)
+            i = j
+            pos = v > 0
+            if not bool(pos.any()) or not len(f):
+                if not len(f):
+                    left += v * k
+                continue
+            caps = np.min(np.where(pos, np.clip(f, 0, None) // np.where(pos, v, 1), np.iinfo(np.int64).max), axis=1)
+            cum = np.cumsum(caps)
+            if int(cum[-1]) <= k:
+                take = caps
+                left += v * (k - int(cum[-1]))
+            else:
+                r = int(np.searchsorted(cum, k))  # the row the k-th pod lands on
+                take = np.zeros_like(caps)
+                take[:r] = caps[:r]
+                take[r] = k - (int(cum[r - 1]) if r > 0 else 0)
+            f -= take[:, None] * v[None, :]
+        if not bool(left.any()):
+            return None
+        cost = sum(self.price[n] for n in names)
+        fits = np.all(talloc >= left, axis=1)
+        if not bool(fits.any()):
+            return "its pods would need more than one new node (consolidation launches at most one)"
+        j = int(np.argmin(np.where(fits, tprice, np.inf)))
+        if tprice[j] + _EPS >= cost:
+            return (
+                f"no cheaper replacement: cheapest fitting option {tlabel[j]} at {money(float(tprice[j]))} "
+                f"≥ current {money(cost)}"
+            )
+        return None
+
+    def _precheck(self, names: Sequence[str]) -> str | None:
+        """A necessary condition, checked before paying for a simulation: the pods of `names` must fit in the free
+        room of the other nodes plus one new node cheaper than `names`. Returns why not, or None to simulate."""
+        keys, talloc, tprice, tlabel = self._type_table()
+        pods = [p for n in names for p in self._pods(n)]
+        if not pods:
+            return None
+        cost = sum(self.price[n] for n in names)
+        others, free = self.sim.free_matrix(keys)
+        row = self.sim.row_index(keys)
+        drop = [row[n] for n in names if n in row]
+        f = np.delete(free, drop, axis=0) if drop else free
+        pm = np.array([[p.requests.get(k, 0) for k in keys] for p in pods], dtype=np.int64)
+        fits = np.any(np.all(pm[:, None, :] <= f[None, :, :], axis=2), axis=1) if len(f) else np.zeros(len(pods), dtype=bool)
+        cheaper = tprice < cost - _EPS
+        biggest = talloc[cheaper].max(axis=0) if bool(cheaper.any()) else np.zeros(len(keys), dtype=np.int64)
+        roomy = not bool((pm.sum(axis=0) > np.clip(f, 0, None).sum(axis=0) + biggest).any())
+        stuck = pm[~fits]
+        if len(stuck):
+            need = stuck.sum(axis=0)
+            ok = np.asarray((talloc >= need).all(axis=1), dtype=bool)
+            if not bool(ok.any()):
+                return "its pods would need more than one new node (consolidation launches at most one)"
+            j = int(np.argmin(np.where(ok, tprice, np.inf)))
+            if tprice[j] + _EPS >= cost:
+                return (
+                    f"no cheaper replacement: cheapest fitting option {tlabel[j]} at {money(float(tprice[j]))} "
+                    f"≥ current {money(cost)}"
+                )
+        if not roomy:
+            return "its pods do not fit in the free room of the other nodes plus one cheaper node"
+        return None
+
+    def single_node(self) -> bool:
+        did = False
+        cands = self._consolidatable()
+        todo = [n for n in cands if self.failed.get(("single", n)) != self.sim.epoch]
+        # capacity only shrinks within the pass except where a replacement adds some, and then the epoch moves
+        # and the next pass looks again: so one necessary-condition check at the start of the pass is enough
+        early = self._precheck_many(todo)
+        for n in cands:
+            if n in self.disrupted or n not in self.sim.specs:
+                continue
+            if self.failed.get(("single", n)) == self.sim.epoch:
+                continue
+            pool = self.info[n].nodepool or ""
+            room, text = self.budget_room(pool, "underutilized")
+            if room is not None and room <= 0:
+                self.why_not[n] = text
+                continue
+            if self.hard_reason(n) or self.gate_reason(n) or not self._pods(n):
+                continue  # an earlier action this pass moved pods onto it
+            pre = early.get(n)
+            if pre is None and self._first_fit_applies([n]):
+                pre = self._first_fit_check([n])
+            elif pre is None and did:
+                pre = self._precheck([n])  # the state moved since the pass began: look again, it is cheap
+            if pre:
+                self.failed[("single", n)] = self.sim.epoch
+                self.why_not[n] = pre
+                continue
+            if self._out_of_solves():
+                break
+            wi = self.sim.what_if([n], max_new=1)
+            fail, savings, options, note = self._judge([n], wi)
+            if fail:
+                self.failed[("single", n)] = self.sim.epoch
+                self.why_not[n] = fail
+                continue
+            self._commit([n], wi, "underutilized", self._consolidation_why([n], wi, savings, note), savings, options)
+            did = True
+        return did
+
+    # ------------------------------------------------------------------ the loop
+    def run(self) -> Report:
+        started = time.perf_counter()
+        while True:
+            if self.emptiness() or self.drift() or self.expiration() or self.multi_node() or self.single_node():
+                continue
+            break
+        report = Report(actions=self.actions)
+        report.nodes = len(self.input_order)
+        report.cost_before = round(sum(self.price.values()), 6)
+        report.cost_after = round(report.cost_before - sum(a.savings_per_hour for a in self.actions), 6)
+        for n in self.input_order:
+            if n in self.disrupted:
+                continue
+            r = self.hard_reason(n) or self.method_why.get(n)
+            if r is None and not self.price_known[n]:
+                r = "its price is unknown (the catalog has no offering for its instance type, zone and capacity type)"
+            r = r or self.why_not.get(n) or self.gate_reason(n)
+            if r is None:
+                if self.truncated:
+                    r = "not evaluated: the simulation limit was reached"
+                else:
+                    r = "no cheaper arrangement of its pods was found"
+            report.not_disrupted.append(NotDisrupted(n, r))
+        report.solves = self.sim.solves
+        report.solve_seconds = time.perf_counter() - started
+        return report
+
+
+def consolidate(
+    cluster: Cluster,
+    at: datetime | None = None,
+    *,
+    min_savings: MinSavings | None = None,
+    max_solves: int = 20_000,
+) -> Report:
+    """The actions the disruption controller would take now, in order, with the reasons for every node it spares."""
+    now = at or datetime.now(UTC)
+    return _Engine(cluster, now, min_savings, max_solves).run()

@@ -1,0 +1,64 @@
+"""The consolidate report as JSON (the shape issue 5 fixes) and as a readable text listing."""
+
+from __future__ import annotations
+
+from typing import Any, TextIO
+
+from packing.disruption.model import Report
+
+__all__ = ["render_json", "render_text"]
+
+
+def render_json(r: Report) -> dict[str, Any]:
+    return {
+        "actions": [
+            {
+                "type": a.type,
+                "reason": a.reason,
+                "nodes": a.nodes,
+                "replacements": a.replacements,
+                "savings_per_hour": round(a.savings_per_hour, 6),
+                "moves": a.moves,
+                "why": a.why,
+            }
+            for a in r.actions
+        ],
+        "not_disrupted": [{"node": n.node, "reason": n.reason} for n in r.not_disrupted],
+        "summary": {
+            "nodes": r.nodes,
+            "cost_per_hour_before": round(r.cost_before, 6),
+            "cost_per_hour_after": round(r.cost_after, 6),
+            "solve_seconds": round(r.solve_seconds, 4),
+        },
+    }
+
+
+def render_text(r: Report, out: TextIO) -> None:
+    w = out.write
+    if r.actions:
+        w("Actions, in order:\n")
+        for i, a in enumerate(r.actions, 1):
+            w(f"  {i}. {a.type} ({a.reason}) {', '.join(a.nodes)}: saves ${a.savings_per_hour:.4f}/h\n")
+            w(f"     why: {a.why}\n")
+            for c in a.replacements:
+                w(
+                    f"     launch {c['name']}: {c['instance_type']} {c['capacity_type']} in {c['zone']} "
+                    f"at ${c['price_per_hour']:.4f}/h\n"
+                )
+            if a.moves:
+                by_target: dict[str, list[str]] = {}
+                for pod, target in a.moves.items():
+                    by_target.setdefault(target, []).append(pod)
+                for target, pods in sorted(by_target.items()):
+                    w(f"     -> {target}: {', '.join(sorted(pods))}\n")
+    else:
+        w("Actions: none\n")
+    if r.not_disrupted:
+        w("Not disrupted:\n")
+        width = max(len(n.node) for n in r.not_disrupted)
+        for n in r.not_disrupted:
+            w(f"  {n.node.ljust(width)}  {n.reason}\n")
+    w(
+        f"Nodes: {r.nodes}   Cost: ${r.cost_before:.4f}/h -> ${r.cost_after:.4f}/h "
+        f"(saves ${r.cost_before - r.cost_after:.4f}/h)   Solve: {r.solve_seconds:.3f}s\n"
+    )

@@ -1,0 +1,234 @@
+"""Each disruption method: emptiness, drift, expiration, multi- and single-node consolidation, min-savings."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from packing.disruption import MinSavings, consolidate
+from packing.nodepool import NodePool
+from packing.requirements import Requirement, Requirements
+from packing.taints import Taint
+from tests.disruption.helpers import (
+    AT,
+    CT,
+    OLD,
+    catalog,
+    cluster,
+    itype,
+    many_spot_types,
+    node,
+    pod,
+    pool,
+    settings,
+)
+
+CAT = {it.name: it for it in catalog()}
+M4, M8, C2, M2 = CAT["m-4x"], CAT["m-8x"], CAT["c-2x"], CAT["m-2x"]
+
+
+def reasons(report: object) -> dict[str, str]:
+    return {n.node: n.reason for n in report.not_disrupted}  # type: ignore[attr-defined]
+
+
+def test_emptiness_deletes_all_empty_nodes_in_one_action() -> None:
+    nodes = [node("n1", M4), node("n2", M8), node("n3", M4)]
+    r = consolidate(cluster(nodes, [pod("a", "n3", "3500m")]), AT)
+    a = r.actions[0]
+    assert (a.type, a.reason, sorted(a.nodes), a.replacements, a.moves) == ("delete", "empty", ["n1", "n2"], [], {})
+    assert a.savings_per_hour == round(M4.offerings[0].price + M8.offerings[0].price, 6)  # type: ignore[operator]
+    assert len([x for x in r.actions if x.reason == "empty"]) == 1
+
+
+def test_drift_on_requirement_replaces_and_keeps_pods_placed() -> None:
+    # the pool now wants arm64; the amd64 node has drifted, its pod must move to a new (arm64) node
+    arm = itype("a-4x", 4, 16, 0.15, arch="arm64")
+    p = pool("default", Requirement.new("kubernetes.io/arch", "In", ["arm64"]))
+    r = consolidate(cluster([node("n1", M4)], [pod("a", "n1", "3")], pools=[p], cat=[*catalog(), arm]), AT)
+    a = r.actions[0]
+    assert (a.type, a.reason) == ("replace", "drifted")
+    assert "kubernetes.io/arch" in a.why
+    assert a.replacements[0]["labels"]["kubernetes.io/arch"] == "arm64"
+    assert a.moves == {"default/a": a.replacements[0]["name"]}
+
+
+def test_drift_on_template_label_and_taint_and_gone_type() -> None:
+    base = pool("default")
+    labelled = NodePool("default", base.requirements, labels={"team": "web"})
+    r = consolidate(cluster([node("n1", M4)], [], pools=[labelled]), AT)
+    assert r.actions[0].reason == "empty"  # emptiness comes first in Karpenter's order
+    r = consolidate(cluster([node("n1", M4), node("n2", M4)], [pod("a", "n1", "3"), pod("b", "n2", "3")], pools=[labelled]), AT)
+    assert [a.reason for a in r.actions][:1] == ["drifted"]
+    assert "label team of the nodepool template is missing" in r.actions[0].why
+    tainted = NodePool("default", base.requirements, taints=(Taint("dedicated", "x"),))
+    r = consolidate(cluster([node("n1", M4)], [pod("a", "n1", "3", tolerations=())], pools=[tainted]), AT)
+    assert "taints differ" in reasons(r)["n1"]  # drifted, but its pod tolerates no new node
+    gone = [it for it in catalog() if it.name != "m-4x"]
+    r = consolidate(cluster([node("n1", M4)], [pod("a", "n1", "3")], cat=gone), AT)
+    assert r.actions[0].reason == "drifted"
+    assert "no longer in the catalog" in r.actions[0].why
+
+
+def test_drift_takes_empty_nodes_first_then_the_oldest() -> None:
+    p = pool("default", Requirement.new("karpenter.k8s.aws/instance-family", "In", ["c"]))
+    nodes = [
+        node("young", M4, created=AT - timedelta(days=1)),
+        node("old", M4, created=AT - timedelta(days=5)),
+    ]
+    pods = [pod("a", "young", "3"), pod("b", "old", "3")]
+    st = {"default": settings(policy="WhenEmpty", after=None)}  # keep consolidation out of the way
+    r = consolidate(cluster(nodes, pods, pools=[p], pool_settings=st), AT)
+    assert [a.nodes for a in r.actions if a.reason == "drifted"] == [["old"], ["young"]]
+
+
+def test_expiration_replaces_old_nodes_and_is_not_budgeted() -> None:
+    from packing.disruption import Budget
+
+    st = {"default": settings(Budget(nodes="0"), expire=timedelta(days=2), after=None)}
+    nodes = [node("n1", M4, created=AT - timedelta(days=3)), node("n2", M4, created=AT - timedelta(hours=1))]
+    r = consolidate(cluster(nodes, [pod("a", "n1", "3"), pod("b", "n2", "3")], pool_settings=st), AT)
+    assert [(a.reason, a.nodes) for a in r.actions] == [("expired", ["n1"])]
+    assert "expireAfter 48h" in r.actions[0].why
+
+
+def test_multi_node_consolidation_deletes_several_nodes_at_once() -> None:
+    nodes = [node(f"n{i}", M8) for i in range(1, 5)]
+    pods = [pod(f"p{i}", f"n{i}", "1") for i in range(1, 4)] + [pod("big", "n4", "4")]
+    r = consolidate(cluster(nodes, pods), AT)
+    first = r.actions[0]
+    assert first.reason == "underutilized" and len(first.nodes) >= 2
+    assert first.savings_per_hour > 0
+
+
+def test_multi_node_replacement_is_one_node_strictly_cheaper_than_the_sum() -> None:
+    nodes = [node(f"n{i}", M4) for i in range(1, 4)]
+    pods = [pod(f"p{i}", f"n{i}", "1500m", "2Gi") for i in range(1, 4)]
+    r = consolidate(cluster(nodes, pods), AT)
+    a = r.actions[0]
+    assert a.type == "replace" and len(a.nodes) >= 2
+    assert len(a.replacements) == 1
+    assert a.replacements[0]["price_per_hour"] < sum(M4.offerings[0].price for _ in a.nodes)  # type: ignore[misc]
+
+
+def test_single_node_delete_when_pods_fit_elsewhere() -> None:
+    from packing.disruption import PodMeta
+    from packing.disruption.model import DO_NOT_DISRUPT
+
+    nodes = [node("n1", M4), node("n2", M4)]
+    meta = {"default/b": PodMeta({DO_NOT_DISRUPT: "true"})}  # n2 stays, so only one candidate: single-node
+    r = consolidate(cluster(nodes, [pod("a", "n1", "1"), pod("b", "n2", "2")], meta=meta), AT)
+    assert len(r.actions) == 1
+    a = r.actions[0]
+    assert (a.type, a.reason, a.nodes, a.moves, a.replacements) == ("delete", "underutilized", ["n1"], {"default/a": "n2"}, [])
+
+
+def test_single_node_replace_with_cheaper_on_demand() -> None:
+    p = pool("default", Requirement.new(CT, "In", ["on-demand"]))
+    r = consolidate(cluster([node("n1", M8)], [pod("a", "n1", "1")], pools=[p]), AT)
+    a = r.actions[0]
+    assert (a.type, a.reason) == ("replace", "underutilized")
+    assert a.replacements[0]["capacity_type"] == "on-demand"
+    assert a.replacements[0]["price_per_hour"] < M8.offerings[0].price  # type: ignore[operator]
+    # the nodeclaim is exactly plan's shape
+    assert set(a.replacements[0]) >= {
+        "name", "nodepool", "instance_type", "instance_type_options", "capacity_type", "zone", "price_per_hour",
+        "labels", "taints", "pods", "requests", "allocatable",
+    }
+
+
+def test_on_demand_to_spot_replacement_is_pinned_to_spot() -> None:
+    r = consolidate(cluster([node("n1", M8)], [pod("a", "n1", "1")]), AT)
+    a = r.actions[0]
+    assert a.replacements[0]["capacity_type"] == "spot"
+    assert a.replacements[0]["labels"][CT] == "spot"
+    assert "pinned to spot" in a.why
+
+
+def test_spot_to_spot_needs_fifteen_cheaper_spot_types() -> None:
+    # the small catalog has too few cheaper spot types
+    r = consolidate(cluster([node("n1", M8, ct="spot")], [pod("a", "n1", "1")]), AT)
+    assert not r.actions
+    assert "spot-to-spot replacement needs at least 15 cheaper spot instance types" in reasons(r)["n1"]
+    cat = many_spot_types()
+    big = next(it for it in cat if it.name == "big-8x")
+    r = consolidate(cluster([node("n1", big, ct="spot")], [pod("a", "n1", "1")], cat=cat), AT)
+    a = r.actions[0]
+    assert a.type == "replace" and a.replacements[0]["capacity_type"] == "spot"
+    assert len(a.replacements[0]["instance_type_options"]) == 15
+
+
+def test_no_cheaper_replacement_reason() -> None:
+    p = pool("default", Requirement.new(CT, "In", ["on-demand"]))
+    r = consolidate(cluster([node("n1", C2)], [pod("a", "n1", "1500m", "3Gi")], pools=[p]), AT)
+    assert not r.actions
+    assert reasons(r)["n1"].startswith("no cheaper replacement: cheapest fitting option c-2x on-demand at $0.080/h")
+
+
+def test_pending_pods_compete_for_the_room() -> None:
+    nodes = [node("n1", M4), node("n2", M4)]
+    pods = [pod("a", "n1", "1"), pod("b", "n2", "1"), pod("pending", "", "2500m")]
+    p = pool("default", Requirement.new(CT, "In", ["on-demand"]),
+             Requirement.new("karpenter.k8s.aws/instance-family", "In", ["m"]),
+             Requirement.new("node.kubernetes.io/instance-type", "In", ["m-4x"]))
+    r = consolidate(cluster(nodes, pods, pools=[p]), AT)
+    # a's node could take b (or the reverse) only if the pending pod did not need that room
+    assert all(len(a.nodes) == 1 for a in r.actions)
+    for a in r.actions:
+        assert a.savings_per_hour <= M4.offerings[0].price  # type: ignore[operator]
+
+
+def test_min_savings_in_dollars_and_percent() -> None:
+    nodes = [node("n1", M4), node("n2", M4)]
+    pods = [pod("a", "n1", "1"), pod("b", "n2", "2")]
+    assert consolidate(cluster(nodes, pods), AT, min_savings=MinSavings.parse("0.1")).actions
+    r = consolidate(cluster(nodes, pods), AT, min_savings=MinSavings.parse("$0.5/h"))
+    assert not r.actions
+    assert "below --min-savings $0.500/h" in reasons(r)["n1"] + reasons(r)["n2"]
+    assert consolidate(cluster(nodes, pods), AT, min_savings=MinSavings.parse("100%")).actions  # a delete saves 100%
+    p = pool("default", Requirement.new(CT, "In", ["on-demand"]))
+    one = [node("n1", M8)]
+    assert consolidate(cluster(one, [pod("a", "n1", "1")], pools=[p]), AT, min_savings=MinSavings.parse("50%")).actions
+    assert not consolidate(cluster(one, [pod("a", "n1", "1")], pools=[p]), AT, min_savings=MinSavings.parse("95%")).actions
+
+
+def test_methods_run_in_karpenter_order() -> None:
+    p = pool("default", Requirement.new("karpenter.k8s.aws/instance-family", "In", ["m"]))
+    nodes = [
+        node("empty", M4),
+        node("drift", C2),
+        node("expired", M4, created=AT - timedelta(days=40)),
+        node("under", M8),
+        node("keep", M8),
+    ]
+    pods = [pod("d", "drift", "1"), pod("e", "expired", "3"), pod("u", "under", "1"), pod("k", "keep", "7")]
+    r = consolidate(cluster(nodes, pods, pools=[p]), AT)
+    order = [a.reason for a in r.actions]
+    assert order[:3] == ["empty", "drifted", "expired"]
+    assert "underutilized" in order[3:]
+
+
+def test_requirements_helper_sanity() -> None:
+    assert Requirements([Requirement.new(CT, "In", ["spot"])]).matches({CT: "spot"})
+    assert OLD < AT
+
+
+def test_pods_may_move_to_an_in_flight_nodeclaim_but_never_to_a_deleting_node() -> None:
+    import dataclasses
+
+    from packing.nodepool import ExistingNodeSpec
+
+    claim_spec = node("claim-1", M4).spec
+    claim = ExistingNodeSpec("claim-1", dict(claim_spec.labels), claim_spec.allocatable, kind="NodeClaim", initialized=False)
+    c = cluster([node("n1", M4), node("gone", M4, deleting=True)], [pod("a", "n1", "1")])
+    c = dataclasses.replace(c, inflight=[claim])
+    r = consolidate(c, AT)
+    a = r.actions[0]
+    assert (a.type, a.nodes, a.moves) == ("delete", ["n1"], {"default/a": "claim-1"})
+    c2 = cluster([node("n1", M4), node("gone", M4, deleting=True)], [pod("a", "n1", "1")])
+    for act in consolidate(c2, AT).actions:
+        assert "gone" not in act.moves.values() and "gone" not in act.nodes
+
+
+def test_node_with_unknown_price_is_reported() -> None:
+    r = consolidate(cluster([node("n1", M4, zone="us-east-1z"), node("n2", M8)], [pod("a", "n1", "1"), pod("b", "n2", "5")]), AT)
+    assert "n1" not in {x for a in r.actions for x in a.nodes}
+    assert {x.node: x.reason for x in r.not_disrupted}["n1"].startswith("its price is unknown")

@@ -1,0 +1,297 @@
+"""Property tests over random clusters, budgets and clock times.
+
+Every report must: never violate a PDB, honour do-not-disrupt, stay within every active budget (counting earlier
+actions), replace only with something strictly cheaper, never touch an unmanaged node, and land every evicted pod
+under all its constraints. The last is checked by replaying the actions on a plain copy of the cluster (every
+running pod listed, nothing folded) and handing each action's placements to the provisioning engine's own
+feasibility check, packing.scheduling.verify.check_plan.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from datetime import timedelta
+from typing import Any
+
+from hypothesis import event, given, settings
+from hypothesis import strategies as st
+
+from packing.disruption import Budget, Cluster, DisruptionSettings, PodMeta, Report, consolidate
+from packing.disruption.budgets import budget_limit
+from packing.disruption.model import BUDGET_REASONS, DO_NOT_DISRUPT
+from packing.nodepool import HOSTNAME_LABEL, ExistingNodeSpec, NodePool, PodDisruptionBudget
+from packing.pods import HostPort, Pod, PodAffinityTerm
+from packing.requirements import Requirement, Requirements
+from packing.resources import Resources
+from packing.scheduling.scheduler import ExistingPlacement, PlannedNodeClaim, Results, Scheduler
+from packing.scheduling.verify import check_plan
+from packing.taints import Taint, Toleration
+from tests.disruption.helpers import AT, CT, ZONE, ZONES, anti, catalog, node, pdb, pod, spread
+from tests.disruption.helpers import sel as sel_app
+
+CAT = catalog()
+BY = {it.name: it for it in CAT}
+TAINT = Taint("dedicated", "batch", "NoSchedule")
+TOL = Toleration("dedicated", "Equal", "batch", "NoSchedule")
+
+budget_st = st.one_of(
+    st.builds(lambda n: Budget(nodes=str(n)), st.integers(0, 4)),
+    st.builds(lambda n: Budget(nodes=f"{n}%"), st.sampled_from([0, 10, 34, 50, 100])),
+    st.builds(
+        lambda n, h, d, r: Budget(nodes=str(n), schedule=f"0 {h} * * *", duration=f"{d}h", reasons=r),
+        st.integers(0, 2),
+        st.integers(0, 23),
+        st.integers(1, 12),
+        st.sampled_from([None, ("Empty",), ("Underutilized",), ("Drifted",), ("Empty", "Underutilized")]),
+    ),
+    st.just(Budget(nodes="lots")),
+)
+
+
+@st.composite
+def clusters(draw: Any, heavy: bool = False) -> tuple[Cluster, Any]:
+    """heavy: fewer obstacles (no drift or expiry, no consolidateAfter), so consolidation gets exercised."""
+    pools = [NodePool("default", Requirements([Requirement.new(CT, "In", draw(st.sampled_from([["on-demand"], ["on-demand", "spot"]])))]))]
+    if draw(st.booleans()):
+        pools.append(NodePool("batch", Requirements([Requirement.new(CT, "In", ["on-demand", "spot"])]), taints=(TAINT,)))
+    if not heavy and draw(st.booleans()):  # drift: the default pool now wants family m only
+        pools[0] = dataclasses.replace(
+            pools[0], requirements=pools[0].requirements.intersect(Requirements([Requirement.new("karpenter.k8s.aws/instance-family", "In", ["m"])]))
+        )
+    pool_names = [p.name for p in pools]
+    n_nodes = draw(st.integers(2, 7) if heavy else st.integers(1, 6))
+    nodes = []
+    pods: list[Pod] = []
+    meta: dict[str, PodMeta] = {}
+    for i in range(n_nodes):
+        it = BY[draw(st.sampled_from(sorted(BY)))]
+        pool_name = draw(st.sampled_from([*pool_names, pool_names[0], pool_names[0], None, "ghost"]))
+        created = AT - timedelta(hours=draw(st.integers(0, 24 * 40)))
+        ann = {DO_NOT_DISRUPT: "true"} if draw(st.integers(0, 9)) == 0 else {}
+        nd = node(
+            f"n{i}",
+            it,
+            pool_name=pool_name,
+            zone=draw(st.sampled_from(ZONES)),
+            ct=draw(st.sampled_from(["on-demand", "spot"])),
+            initialized=draw(st.integers(0, 9)) > 0,
+            taints=(TAINT,) if pool_name == "batch" else (),
+            created=created,
+            annotations=ann,
+            deleting=draw(st.integers(0, 12)) == 0,
+            ready=draw(st.integers(0, 12)) > 0,
+        )
+        nodes.append(nd)
+        cpu_left = it.allocatable.get("cpu", 0)
+        mem_left = it.allocatable.get("memory", 0)
+        for j in range(draw(st.integers(0, 4))):
+            cpu = draw(st.sampled_from([250, 500, 1000, 2000]))
+            mem = draw(st.sampled_from([256, 512, 1024, 4096])) * 2**20 * 1000
+            if cpu > cpu_left or mem > mem_left:
+                continue
+            cpu_left -= cpu
+            mem_left -= mem
+            app = draw(st.sampled_from(["web", "api", "db"]))
+            kw: dict[str, Any] = {"labels": {"app": app}}
+            shape = draw(st.integers(0, 7))
+            if shape == 1:
+                kw["spread"] = (spread(ZONE, app=app),)
+            elif shape == 2:
+                kw["anti_affinity"] = (anti(HOSTNAME_LABEL, app=app),)
+            elif shape == 3:
+                kw["node_selector"] = {ZONE: nd.spec.labels[ZONE]}
+            elif shape == 4 and not any(q.host_ports for q in pods if q.node_name == nd.name):
+                kw["host_ports"] = (HostPort(8080),)  # one per node: the kubelet would refuse a second
+            elif shape == 5:
+                kw["affinity"] = (PodAffinityTerm(sel_app(app=app), ZONE, frozenset({"default"})),)
+            if pool_name == "batch" or draw(st.booleans()):
+                kw["tolerations"] = (TOL,)
+            p = Pod(f"{app}-{i}-{j}", requests=Resources({"cpu": cpu, "memory": mem, "pods": 1000}), node_name=nd.name, **kw)
+            pods.append(p)
+            k = draw(st.integers(0, 11))
+            if k == 0:
+                meta[p.key] = PodMeta({DO_NOT_DISRUPT: "true"})
+            elif k == 1:
+                meta[p.key] = PodMeta({DO_NOT_DISRUPT: "3h"}, created=AT - timedelta(hours=draw(st.integers(0, 6))))
+    for j in range(draw(st.integers(0, 2))):
+        pods.append(pod(f"pending-{j}", "", draw(st.sampled_from(["250m", "1", "3"]))))
+    pdbs: list[PodDisruptionBudget] = []
+    for app in draw(st.lists(st.sampled_from(["web", "api", "db"]), unique=True, max_size=3)):
+        if draw(st.booleans()):
+            pdbs.append(pdb(app, max_unavailable=str(draw(st.integers(0, 2))), app=app))
+        else:
+            pdbs.append(pdb(app, min_available=str(draw(st.integers(0, 3))), app=app))
+    if draw(st.integers(0, 4)) == 0:
+        pdbs.append(PodDisruptionBudget("default", "everything", {}, None, "5"))
+    budgets = {name: DisruptionSettings(
+        policy=draw(st.sampled_from(["WhenEmptyOrUnderutilized", "WhenEmptyOrUnderutilized", "WhenEmpty"])),
+        consolidate_after=timedelta(0) if heavy else draw(st.sampled_from([timedelta(0), timedelta(minutes=30), None])),
+        expire_after=None if heavy else draw(st.sampled_from([timedelta(hours=720), timedelta(days=10), None])),
+        budgets=tuple(dataclasses.replace(b, index=i) for i, b in enumerate(draw(st.lists(budget_st, min_size=0, max_size=3)))),
+    ) for name in pool_names}
+    for p in pods:
+        if p.key not in meta and p.node_name:
+            meta[p.key] = PodMeta(created=AT - timedelta(minutes=draw(st.integers(0, 120))))
+    c = Cluster(
+        nodepools=pools,
+        catalog=CAT,
+        nodes=nodes,
+        running=[p for p in pods if p.node_name],
+        pending=[p for p in pods if not p.node_name],
+        pdbs=pdbs,
+        settings=budgets,
+        pod_meta=meta,
+    )
+    at = AT + timedelta(minutes=draw(st.integers(0, 60 * 24 * 3)))
+    return c, at
+
+
+def _allowed(c: Cluster) -> dict[str, int]:
+    """disruptionsAllowed, computed independently of the engine (integer values only, as generated)."""
+    out = {}
+    for b in c.pdbs:
+        sel = b.selector.get("matchLabels", {})
+        members = [p for p in [*c.running, *c.pending] if all(p.labels.get(k) == v for k, v in sel.items())]
+        healthy = sum(1 for p in members if p.node_name)
+        desired = len(members) - int(b.max_unavailable) if b.max_unavailable is not None else int(b.min_available or 1)
+        out[f"{b.namespace}/{b.name}"] = max(0, healthy - desired)
+    return out
+
+
+def _covering(c: Cluster, p: Pod) -> list[str]:
+    return [
+        f"{b.namespace}/{b.name}"
+        for b in c.pdbs
+        if all(p.labels.get(k) == v for k, v in b.selector.get("matchLabels", {}).items())
+    ]
+
+
+def _dnd(c: Cluster, p: Pod, at: Any) -> bool:
+    m = c.pod_meta.get(p.key)
+    if m is None:
+        return False
+    v = m.annotations.get(DO_NOT_DISRUPT)
+    if v == "true":
+        return True
+    return v == "3h" and m.created is not None and at < m.created + timedelta(hours=3)
+
+
+def _replay_and_verify(c: Cluster, report: Report) -> None:
+    nodes = {n.name: n.spec for n in c.nodes}
+    running = {p.key: p for p in c.running}
+    pods_by_key = dict(running)
+    pools = {p.name: p for p in c.nodepools}
+    deleting = {n.name for n in c.nodes if n.deleting}
+    for a in report.actions:
+        gone = set(a.nodes)
+        evicted = [dataclasses.replace(p, node_name="") for p in running.values() if p.node_name in gone]
+        assert {p.key for p in evicted} == set(a.moves), (a.moves, [p.key for p in evicted])
+        stay = [s for n, s in nodes.items() if n not in gone and n not in deleting]
+        sched = Scheduler(c.nodepools, c.catalog, stay, [p for p in running.values() if p.node_name not in gone], c.daemonsets)
+        placed: dict[str, list[Pod]] = {}
+        for p in evicted:
+            placed.setdefault(a.moves[p.key], []).append(p)
+        claims = []
+        for r in a.replacements:
+            claims.append(
+                PlannedNodeClaim(
+                    name=r["name"], nodepool=r["nodepool"], instance_type=r["instance_type"],
+                    instance_type_options=r["instance_type_options"], capacity_type=r["capacity_type"],
+                    zone=r["zone"], price_per_hour=r["price_per_hour"], labels=r["labels"],
+                    taints=[Taint(t["key"], t.get("value", ""), t["effect"]) for t in r["taints"]],
+                    startup_taints=[], pods=placed.get(r["name"], []) + [],
+                    requests=Resources.parse(r["requests"]), allocatable=Resources.parse(r["allocatable"]),
+                )
+            )
+            assert r["instance_type"] in r["instance_type_options"]
+            assert pools[r["nodepool"]].requirements.matches(r["labels"])
+        res = Results(
+            nodeclaims=claims,
+            existing=[ExistingPlacement(s.name, s.kind, placed.get(s.name, []), None) for s in stay],
+            pending=len(evicted),
+        )
+        # pending pods of the input that the engine placed on a replacement are not evicted pods: drop them
+        for cl in claims:
+            cl.pods = [p for p in cl.pods if p.key in a.moves]
+        problems = check_plan(sched, evicted, res)
+        assert problems == [], (a, problems)
+        for n in gone:
+            nodes.pop(n)
+        for r in a.replacements:
+            labels = dict(r["labels"])
+            labels[HOSTNAME_LABEL] = r["name"]
+            it = next(i for i in c.catalog if i.name == r["instance_type"])
+            nodes[r["name"]] = ExistingNodeSpec(r["name"], labels, it.allocatable, tuple(pools[r["nodepool"]].taints), False, capacity=it.capacity)
+        for p in evicted:
+            running[p.key] = dataclasses.replace(pods_by_key[p.key], node_name=a.moves[p.key])
+
+
+@settings(max_examples=120, deadline=None)
+@given(clusters())
+def test_reports_are_safe(case: tuple[Cluster, Any]) -> None:
+    _check(*case)
+
+
+@settings(max_examples=120, deadline=None)
+@given(clusters(heavy=True))
+def test_consolidation_reports_are_safe(case: tuple[Cluster, Any]) -> None:
+    _check(*case)
+
+
+def _check(c: Cluster, at: Any) -> None:
+    report = consolidate(c, at)
+    managed = {n.name for n in c.nodes if n.nodepool in {p.name for p in c.nodepools}}
+    info = {n.name: n for n in c.nodes}
+    price = {n.name: Scheduler(c.nodepools, c.catalog).price_of(n.spec.labels) or 0.0 for n in c.nodes}
+    allowed = _allowed(c)
+    busy: dict[str, set[str]] = {}
+    for n in c.nodes:
+        if n.deleting or not n.ready:
+            busy.setdefault(n.nodepool or "", set()).add(n.name)
+    total: dict[str, int] = {}
+    for n in c.nodes:
+        total[n.nodepool or ""] = total.get(n.nodepool or "", 0) + 1
+    on_node: dict[str, list[Pod]] = {}
+    for p in c.running:
+        on_node.setdefault(p.node_name, []).append(p)
+    seen: set[str] = set()
+    for a in report.actions:
+        # unmanaged, uninitialized and already-deleting nodes are never touched, and no node is taken twice
+        for n in a.nodes:
+            assert n in managed and info[n].spec.initialized and not info[n].deleting
+            assert n not in seen
+            seen.add(n)
+            # do-not-disrupt honoured (pods never move onto a node with such pods: they stay where they are)
+            assert info[n].annotations.get(DO_NOT_DISRUPT) != "true"
+            assert not any(_dnd(c, p, at) for p in on_node.get(n, []))
+        # PDBs: no pod covered by several, and no budget evicted past its allowance within one action
+        used: dict[str, int] = {}
+        for key in a.moves:
+            p = next(q for q in c.running if q.key == key)
+            cov = _covering(c, p)
+            assert len(cov) <= 1
+            for k in cov:
+                used[k] = used.get(k, 0) + 1
+                assert used[k] <= allowed[k], (k, used, allowed)
+        # budgets, counting every node disrupted earlier in the list
+        reason = BUDGET_REASONS.get(a.reason)
+        for n in a.nodes:
+            busy.setdefault(info[n].nodepool or "", set()).add(n)
+        if reason is not None:
+            for pool in {info[n].nodepool or "" for n in a.nodes}:
+                lim = budget_limit(pool, c.settings_for(pool), reason, at, total[pool])
+                if lim.nodes is not None:
+                    assert len(busy[pool]) <= lim.nodes, (a, lim, busy[pool])
+        # consolidation only ever saves money, and a replacement is strictly cheaper than what it replaces
+        if a.reason == "underutilized":
+            cost = sum(price[n] for n in a.nodes)
+            assert len(a.replacements) <= 1
+            assert sum(r["price_per_hour"] for r in a.replacements) < cost
+            assert a.savings_per_hour > 0
+        if a.reason == "empty":
+            assert not a.moves and not a.replacements
+    for a in report.actions:
+        event(f"action {a.type}/{a.reason}")
+    _replay_and_verify(c, report)
+    spared = {n.node for n in report.not_disrupted}
+    assert spared | seen == set(info) and not (spared & seen)
