@@ -176,6 +176,9 @@ CELERY_BEAT_SCHEDULE = {
     "lifecycle": {"task": "console.control.tasks.lifecycle", "schedule": 10.0},
     # Spot interruption notices give two minutes; polling every 10 s leaves most of it for the drain.
     "interruption": {"task": "console.control.tasks.interruption", "schedule": 10.0},
+    # Consolidation, drift, expiry: one action at a time, one step per tick (cordon, replace, wait
+    # 15 s and re-validate, drain, delete), as Karpenter's disruption controller every 10 s.
+    "disrupt": {"task": "console.control.tasks.disrupt", "schedule": 10.0},
     # One sample per minute per NodePool: cost, allocatable vs requested, pending pods and why —
     # what the dashboards and alerts read.
     "record_metrics": {"task": "console.control.tasks.record_metrics", "schedule": 60.0},

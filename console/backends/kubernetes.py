@@ -292,6 +292,14 @@ class KubernetesCluster:
             return {"spec": {"taints": [*taints, dict(DISRUPTED_TAINT)]}}
         self._update_node(node_name, change)
 
+    def uncordon(self, node_name: str) -> None:
+        """Lift karpenter.sh/disrupted when a disruption is abandoned; other taints stay."""
+        def change(node: KubeObject) -> dict[str, Any] | None:
+            taints = list((node.get("spec") or {}).get("taints") or [])
+            kept = [t for t in taints if not _same_taint(t, DISRUPTED_TAINT)]
+            return None if len(kept) == len(taints) else {"spec": {"taints": kept}}
+        self._update_node(node_name, change)
+
     def register_node(self, node_name: str, *, labels: Mapping[str, str],
                       taints: Sequence[Mapping[str, str]]) -> KubeObject:
         """Apply the NodeClaim's labels and taints and lift karpenter.sh/unregistered."""

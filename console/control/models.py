@@ -67,3 +67,36 @@ class MetricSample(models.Model):
 
     def __str__(self) -> str:
         return f"{self.at:%Y-%m-%d %H:%M} {self.nodepool or 'cluster'} ${self.cost_per_hour}/h"
+
+
+class DisruptionAction(models.Model):
+    """One action of the disruption engine, executed step by step across beat ticks:
+    cordon → (launch replacements → wait until they are initialized) → re-validate after 15 s →
+    drain through evictions (a PDB refusal waits) → delete the nodes → terminate the instances."""
+
+    CORDONING = "cordoning"
+    REPLACING = "replacing"
+    VALIDATING = "validating"
+    DRAINING = "draining"
+    DONE = "done"
+    FAILED = "failed"
+    STATES = [(s, s) for s in (CORDONING, REPLACING, VALIDATING, DRAINING, DONE, FAILED)]
+
+    created_at = models.DateTimeField()
+    updated_at = models.DateTimeField()
+    state = models.CharField(max_length=16, choices=STATES, db_index=True)
+    type = models.CharField(max_length=8)          # delete | replace
+    reason = models.CharField(max_length=16)       # empty | drifted | expired | underutilized
+    nodes = models.JSONField(default=list)
+    replacements = models.JSONField(default=list)  # nodeclaim objects as the plan CLI prints them
+    replacement_claims = models.JSONField(default=list)
+    savings_per_hour = models.DecimalField(max_digits=14, decimal_places=6, default=0)
+    why = models.TextField()
+    validate_after = models.DateTimeField(null=True, blank=True)
+    outcome = models.TextField(blank=True, default="")
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+
+    def __str__(self) -> str:
+        return f"{self.type} {','.join(self.nodes)} ({self.state})"

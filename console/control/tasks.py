@@ -37,3 +37,10 @@ def record_metrics() -> None:
     from console.control.metrics import metrics_record
 
     metrics_record(cluster=cluster_backend())
+
+
+@shared_task(ignore_result=True, time_limit=120, soft_time_limit=100)
+def disrupt() -> None:
+    from console.control.disruption import disrupt_run
+
+    disrupt_run(cluster=cluster_backend(), cloud=cloud_provider())

@@ -261,6 +261,17 @@ class SimulatedCluster:
             return node
         self._update_node(node_name, change)
 
+    def uncordon(self, node_name: str) -> None:
+        """Lift karpenter.sh/disrupted (an abandoned disruption); other taints stay."""
+        def change(node: KubeObject) -> KubeObject | None:
+            taints = node.setdefault("spec", {}).setdefault("taints", [])
+            kept = [t for t in taints if not same_taint(t, DISRUPTED_TAINT)]
+            if len(kept) == len(taints):
+                return None
+            node["spec"]["taints"] = kept
+            return node
+        self._update_node(node_name, change)
+
     def register_node(self, node_name: str, *, labels: Mapping[str, str],
                       taints: Sequence[Mapping[str, str]]) -> KubeObject:
         """Apply the NodeClaim's labels and taints and lift karpenter.sh/unregistered."""

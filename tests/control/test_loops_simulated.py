@@ -186,3 +186,75 @@ def test_metrics_sample_cost_packing_and_pending(world: Any) -> None:
     assert any("default/huge" not in r and "nodepool general" in r for r in total.unschedulable_reasons)
     assert total.on_demand_cost_per_hour >= total.cost_per_hour
     assert MetricSample.objects.count() == 2
+
+
+def _bring_up(clock: Clock, config: SimulationConfig, cluster: SimulatedCluster, cloud: SimulatedCloud) -> None:
+    tick(clock, config, 1)
+    provision_run(cluster=cluster, cloud=cloud, now=clock())
+    for _ in range(8):
+        tick(clock, config, 10)
+        lifecycle_run(cluster=cluster, cloud=cloud, now=clock())
+
+
+def _disrupt_until_settled(clock: Clock, config: SimulationConfig, cluster: SimulatedCluster,
+                           cloud: SimulatedCloud, rounds: int = 12) -> list[str]:
+    from console.control.disruption import disrupt_run
+
+    states = []
+    for _ in range(rounds):
+        outcome = disrupt_run(cluster=cluster, cloud=cloud, now=clock())
+        states.append(outcome.state)
+        tick(clock, config, 10)
+        lifecycle_run(cluster=cluster, cloud=cloud, now=clock())
+    return states
+
+
+def test_empty_node_is_cordoned_drained_deleted_and_terminated(world: Any) -> None:
+    from console.control.models import DisruptionAction
+    from console.fleet.models import NodePool
+
+    clock, config, cluster, cloud = world
+    services.nodepool_update(nodepool=NodePool.objects.get(name="general"),
+                             values={"consolidate_after": "0s", "budgets": [{"nodes": "100%"}]}, user=None)
+    cluster.apply(pod("batch-0", namespace="jobs", cpu="1", memory="1Gi"))
+    _bring_up(clock, config, cluster, cloud)
+    claim = NodeClaim.objects.get()
+    assert claim.initialized_at
+    cluster.delete("Pod", "batch-0", "jobs")            # the job finished: the node is empty
+    _disrupt_until_settled(clock, config, cluster, cloud)
+    action = DisruptionAction.objects.get()
+    assert (action.type, action.reason, action.state) == ("delete", "empty", DisruptionAction.DONE)
+    claim.refresh_from_db()
+    assert claim.terminated_at and "empty" in claim.termination_reason
+    assert cloud.list_instances("test") == []
+    assert claim.node_name not in {n["metadata"]["name"] for n in cluster.list_nodes()[0]}
+    decision = Decision.objects.get(kind=Decision.DISRUPTION)
+    assert decision.nodes == [claim.node_name] and "empty" in decision.why
+
+
+def test_do_not_disrupt_arriving_during_validation_abandons_the_move(world: Any) -> None:
+    from console.control.disruption import disrupt_run
+    from console.control.models import DisruptionAction
+    from console.fleet.models import NodePool
+
+    clock, config, cluster, cloud = world
+    services.nodepool_update(nodepool=NodePool.objects.get(name="general"),
+                             values={"consolidate_after": "0s", "budgets": [{"nodes": "100%"}]}, user=None)
+    cluster.apply(pod("batch-0", namespace="jobs", cpu="1", memory="1Gi"))
+    _bring_up(clock, config, cluster, cloud)
+    claim = NodeClaim.objects.get()
+    cluster.delete("Pod", "batch-0", "jobs")
+    disrupt_run(cluster=cluster, cloud=cloud, now=clock())          # cordons, waits 15 s to validate
+    node = cluster.get_node(claim.node_name)
+    assert any(t["key"] == "karpenter.sh/disrupted" for t in node["spec"]["taints"])
+    guarded = pod("critical", namespace="jobs", cpu="100m", memory="64Mi", node_name=claim.node_name)
+    guarded["metadata"]["annotations"] = {"karpenter.sh/do-not-disrupt": "true"}
+    cluster.apply(guarded)
+    clock.advance(20)
+    disrupt_run(cluster=cluster, cloud=cloud, now=clock())
+    action = DisruptionAction.objects.get()
+    assert action.state == DisruptionAction.FAILED and "do-not-disrupt" in action.outcome
+    node = cluster.get_node(claim.node_name)
+    assert not any(t["key"] == "karpenter.sh/disrupted" for t in node["spec"].get("taints") or [])
+    claim.refresh_from_db()
+    assert claim.terminated_at is None and claim.disrupting_at is None

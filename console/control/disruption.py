@@ -1,0 +1,217 @@
+"""The disrupt loop: run the disruption engine over the live cluster and carry out its first action,
+one step per tick, as Karpenter does.
+
+A new action is taken only when none is in progress. Its steps: cordon the nodes (taint
+karpenter.sh/disrupted:NoSchedule) so nothing new lands there; for a replacement, launch the
+replacement NodeClaims and wait until they are initialized; wait 15 s and re-check that the move is
+still allowed (a do-not-disrupt pod may have arrived — Karpenter's re-validation); drain through the
+Eviction API, waiting whenever a PodDisruptionBudget refuses; then delete the nodes and terminate
+their instances. If a replacement fails to launch or the move is no longer valid, the nodes are
+uncordoned and the action is marked failed, with why, in the ledger.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from decimal import Decimal
+from typing import Any
+
+from django.utils import timezone
+
+from console.backends.base import CloudProvider, ClusterBackend, NodeNotFound
+from console.control.locks import LockBusy, loop_lock
+from console.control.models import DisruptionAction
+from console.control.provisioning import _claim_name, engine_catalog, nodeclaim_launch
+from console.fleet import manifests
+from console.fleet.models import Decision, EC2NodeClass, NodeClaim, NodePool
+from packing import kubeobjects
+from packing.disruption.engine import consolidate
+from packing.disruption.inputs import Extras, _extra, build_cluster
+from packing.disruption.model import Report
+
+log = logging.getLogger(__name__)
+
+VALIDATION_DELAY = timedelta(seconds=15)
+DO_NOT_DISRUPT = "karpenter.sh/do-not-disrupt"
+
+
+@dataclass
+class DisruptOutcome:
+    skipped: str = ""
+    started: str = ""
+    state: str = ""
+    finished: str = ""
+
+
+def live_report(*, cluster: ClusterBackend, now: datetime) -> Report:
+    """What the disruption engine would do now with the live cluster (also the console's "why")."""
+    pools = list(NodePool.objects.all())
+    classes = list(EC2NodeClass.objects.all())
+    pods, _ = cluster.list_pods()
+    nodes, _ = cluster.list_nodes()
+    docs: list[dict[str, Any]] = [*pods, *nodes, *cluster.list_pdbs(), *cluster.list_daemonsets()]
+    docs += [manifests.nodepool_to_manifest(p.field_values()) for p in pools]
+    docs += [manifests.nodeclass_to_manifest(c.field_values()) for c in classes]
+    inputs = kubeobjects.Inputs()
+    extras = Extras()
+    for doc in docs:
+        try:
+            kubeobjects._add_object(doc, inputs)
+            _extra(doc, "", extras)
+        except Exception as exc:  # one malformed object must not stop the loop
+            log.warning("disrupt: skipping %s %s: %s", doc.get("kind"), (doc.get("metadata") or {}).get("name"), exc)
+    catalog = engine_catalog(nodeclasses=classes, pools=pools, now=now)
+    return consolidate(build_cluster(inputs, extras, catalog), now)
+
+
+def _claims_for(node_names: list[str]) -> list[NodeClaim]:
+    return list(NodeClaim.objects.active().filter(node_name__in=node_names))
+
+
+def _finish(action: DisruptionAction, state: str, outcome: str, now: datetime) -> None:
+    action.state, action.outcome, action.updated_at = state, outcome, now
+    action.save(update_fields=["state", "outcome", "updated_at"])
+
+
+def _abort(action: DisruptionAction, cluster: ClusterBackend, now: datetime, why: str) -> None:
+    # Give the nodes back: remove our taint so pods may land there again.
+    for name in action.nodes:
+        try:
+            cluster.uncordon(name)
+        except NodeNotFound:
+            continue
+    NodeClaim.objects.filter(node_name__in=action.nodes, terminated_at__isnull=True).update(disrupting_at=None)
+    _finish(action, DisruptionAction.FAILED, why, now)
+    Decision.objects.create(at=now, kind=Decision.FAILURE, nodes=action.nodes,
+                            why=f"disruption of {', '.join(action.nodes)} abandoned: {why}")
+
+
+def _start(action_spec: Any, cluster: ClusterBackend, now: datetime) -> DisruptionAction:
+    claims = _claims_for(action_spec.nodes)
+    pool = claims[0].nodepool if claims else None
+    action = DisruptionAction.objects.create(
+        created_at=now, updated_at=now, state=DisruptionAction.CORDONING, type=action_spec.type,
+        reason=action_spec.reason, nodes=list(action_spec.nodes), replacements=list(action_spec.replacements),
+        savings_per_hour=Decimal(str(round(action_spec.savings_per_hour, 6))), why=action_spec.why)
+    Decision.objects.create(
+        at=now, kind=Decision.DISRUPTION, nodepool=pool, nodepool_name=pool.name if pool else "",
+        nodes=list(action_spec.nodes), pods=sorted(action_spec.moves),
+        cost_before=Decimal(str(round(action_spec.cost_before, 6))),
+        cost_after=Decimal(str(round(action_spec.cost_after, 6))),
+        why=f"{action_spec.type} ({action_spec.reason}): {action_spec.why}",
+        details={"action": action.pk, "moves": action_spec.moves, "replacements": action_spec.replacements})
+    return action
+
+
+def _step(action: DisruptionAction, cluster: ClusterBackend, cloud: CloudProvider, now: datetime) -> None:
+    if action.state == DisruptionAction.CORDONING:
+        for name in action.nodes:
+            try:
+                cluster.cordon(name)
+            except NodeNotFound:
+                pass
+        NodeClaim.objects.filter(node_name__in=action.nodes, terminated_at__isnull=True).update(disrupting_at=now)
+        if action.type == "replace":
+            catalog = engine_catalog(nodeclasses=list(EC2NodeClass.objects.all()),
+                                     pools=list(NodePool.objects.all()), now=now)
+            names = []
+            for planned in action.replacements:
+                pool = NodePool.objects.filter(name=planned["nodepool"]).first()
+                claim = NodeClaim.objects.create(
+                    name=_claim_name(planned["nodepool"]), nodepool=pool, nodepool_name=planned["nodepool"],
+                    instance_type=planned["instance_type"], instance_type_options=planned["instance_type_options"],
+                    capacity_type=planned["capacity_type"], zone=planned["zone"],
+                    price_per_hour=Decimal(str(planned["price_per_hour"])), labels=planned["labels"],
+                    taints=planned.get("taints", []) + planned.get("startup_taints", []),
+                    requests=planned.get("requests", {}), allocatable=planned.get("allocatable", {}), created_at=now)
+                names.append(claim.name)
+                result = nodeclaim_launch(claim=claim, cloud=cloud, catalog=catalog, now=now,
+                                          why=f"replacement for {', '.join(action.nodes)} ({action.reason})")
+                if result == "failed":
+                    action.replacement_claims = names
+                    action.save(update_fields=["replacement_claims"])
+                    _abort(action, cluster, now, f"replacement {claim.name} failed to launch")
+                    return
+            action.replacement_claims = names
+            action.state = DisruptionAction.REPLACING
+        else:
+            action.state, action.validate_after = DisruptionAction.VALIDATING, now + VALIDATION_DELAY
+    elif action.state == DisruptionAction.REPLACING:
+        claims = list(NodeClaim.objects.filter(name__in=action.replacement_claims))
+        if any(c.terminated_at for c in claims):
+            _abort(action, cluster, now, "a replacement NodeClaim was terminated before it initialized")
+            return
+        if claims and all(c.initialized_at for c in claims):
+            action.state, action.validate_after = DisruptionAction.VALIDATING, now + VALIDATION_DELAY
+    elif action.state == DisruptionAction.VALIDATING:
+        if action.validate_after and now < action.validate_after:
+            return
+        problem = _still_valid(action, cluster)
+        if problem:
+            _abort(action, cluster, now, problem)
+            return
+        action.state = DisruptionAction.DRAINING
+    elif action.state == DisruptionAction.DRAINING:
+        waiting = 0
+        for name in action.nodes:
+            for pod in cluster.pods_on_node(name):
+                meta = pod.get("metadata") or {}
+                if any(o.get("kind") == "DaemonSet" for o in meta.get("ownerReferences") or []):
+                    continue
+                if cluster.evict(meta.get("namespace") or "default", meta["name"]) == "blocked":
+                    waiting += 1       # a PDB says not now: try again next tick, never force
+        if waiting:
+            action.outcome = f"waiting for {waiting} eviction(s) blocked by PodDisruptionBudgets"
+        else:
+            claims = _claims_for(action.nodes)
+            for name in action.nodes:
+                cluster.delete_node(name)
+            cloud.terminate([c.instance_id for c in claims if c.instance_id])
+            NodeClaim.objects.filter(pk__in=[c.pk for c in claims]).update(
+                terminated_at=now, termination_reason=f"{action.reason}: {action.type} by consolidation"[:255])
+            _finish(action, DisruptionAction.DONE, f"{len(action.nodes)} node(s) removed", now)
+            return
+    action.updated_at = now
+    action.save()
+
+
+def _still_valid(action: DisruptionAction, cluster: ClusterBackend) -> str | None:
+    for name in action.nodes:
+        try:
+            node = cluster.get_node(name)
+        except NodeNotFound:
+            continue
+        if ((node.get("metadata") or {}).get("annotations") or {}).get(DO_NOT_DISRUPT) == "true":
+            return f"node {name} is now marked {DO_NOT_DISRUPT}"
+        for pod in cluster.pods_on_node(name):
+            meta = pod.get("metadata") or {}
+            if (meta.get("annotations") or {}).get(DO_NOT_DISRUPT) == "true":
+                return f"pod {meta.get('namespace')}/{meta.get('name')} on {name} is now marked {DO_NOT_DISRUPT}"
+    return None
+
+
+def disrupt_run(*, cluster: ClusterBackend, cloud: CloudProvider, now: datetime | None = None) -> DisruptOutcome:
+    now = now or timezone.now()
+    try:
+        with loop_lock("disrupt", ttl=timedelta(minutes=5)):
+            outcome = DisruptOutcome()
+            action = DisruptionAction.objects.exclude(
+                state__in=[DisruptionAction.DONE, DisruptionAction.FAILED]).order_by("created_at").first()
+            if action is None:
+                report = live_report(cluster=cluster, now=now)
+                if not report.actions:
+                    return outcome
+                action = _start(report.actions[0], cluster, now)
+                outcome.started = str(action)
+            _step(action, cluster, cloud, now)
+            action.refresh_from_db()
+            outcome.state = action.state
+            if action.state in (DisruptionAction.DONE, DisruptionAction.FAILED):
+                outcome.finished = action.outcome
+            return outcome
+    except LockBusy:
+        return DisruptOutcome(skipped="another worker is disrupting")
+
+
