@@ -97,7 +97,8 @@ def wait_for(predicate: object, seconds: float) -> bool:
 @pytest.mark.parametrize("stack", STACKS)
 def test_runstack_runs_the_loops_end_to_end(tmp_path: Path, stack: str) -> None:
     """The README's run command, for real: pages served, beat's ticks reach the worker, the loops take
-    the demo's pending pods to launched and initialized NodeClaims, and SIGTERM stops everything."""
+    the demo's pending pods to launched and initialized NodeClaims, removing the load leads to
+    consolidation, and SIGTERM stops everything."""
     env = scratch_env(tmp_path)
     db = Database(stack, tmp_path)
     if stack == "postgres+redis":
@@ -135,6 +136,13 @@ def test_runstack_runs_the_loops_end_to_end(tmp_path: Path, stack: str) -> None:
             "select count(*) from fleet_nodeclaim where initialized_at is not null") > 0, 120), \
             "no NodeClaim reached Initialized"
         assert wait_for(lambda: db.scalar("select count(*) from control_metricsample") > 0, 90), "no metrics"
+        # Remove the load: the emptied nodes are consolidated away (after the pools' consolidateAfter).
+        for workload in ("shop/web", "shop/api", "batch/nightly-report"):
+            subprocess.run([*manage, "simulation", "scale", workload, "0"], env=env, check=True,
+                           capture_output=True, timeout=60)
+        assert wait_for(lambda: db.scalar(
+            "select count(*) from control_disruptionaction where state = 'done'") > 0, 240), \
+            "no consolidation after the load was removed"
     finally:
         output = ""
         if proc is not None:
