@@ -222,13 +222,29 @@ def lower_bound(sched: Scheduler, results: Results, pending: Sequence[Pod]) -> f
     logm = np.log(np.maximum(Q[:, mem_i], 1e-9))
     # log-spaced cells in cpu x memory (pods of one cell are within a factor `cell` of each other); the cells
     # get coarser when the LP would otherwise grow past what solves in about a second
-    for cell in _CELLS:
-        cb = np.floor(logc / np.log(cell)).astype(np.int64)
-        mb = np.floor(logm / np.log(cell)).astype(np.int64)
-        keys_b = list(zip(pod_class, nz_pattern, cb.tolist(), mb.tolist(), strict=True))
-        if len(set(keys_b)) * n_o * (1 + n_r) <= _MAX_COLUMNS:
-            break
-    bucket_of: dict[tuple[int, tuple[bool, ...], int, int], int] = {}
+    # Pods that fit different sets of options never share a bucket, so a bucket may use an option only if
+    # every one of its pods fits it (the size signature is over all options, whatever their compatibility).
+    # Each pod of a real plan sits on a node whose option (or the option dominating it) it fits, so this
+    # keeps the bound valid while stopping small, cheap types from absorbing pods they cannot hold.
+    # If that makes too many buckets even with the coarsest cells, buckets ignore it and may use an option
+    # that fits their elementwise smallest pod (weaker, equally valid).
+    fit_rows = np.zeros((len(Q), n_o), dtype=bool)
+    for s0 in range(0, len(Q), 2048):
+        fit_rows[s0 : s0 + 2048] = (Q[s0 : s0 + 2048, None, :] <= A[None, :, :] * (1 + 1e-9)).all(axis=2)
+    by_size = [row.tobytes() for row in np.packbits(fit_rows, axis=1)]
+    split = True
+    for fit_sig in (by_size, [b""] * len(Q)):
+        for cell in _CELLS:
+            cb = np.floor(logc / np.log(cell)).astype(np.int64)
+            mb = np.floor(logm / np.log(cell)).astype(np.int64)
+            keys_b = list(zip(pod_class, nz_pattern, cb.tolist(), mb.tolist(), fit_sig, strict=True))
+            if len(set(keys_b)) * n_o * (1 + n_r) <= _MAX_COLUMNS:
+                break
+        else:
+            split = False
+            continue
+        break
+    bucket_of: dict[tuple[int, tuple[bool, ...], int, int, bytes], int] = {}
     pod_bucket = np.zeros(len(placed), dtype=np.int64)
     for i, bk in enumerate(keys_b):
         if bk not in bucket_of:
@@ -253,10 +269,15 @@ def lower_bound(sched: Scheduler, results: Results, pending: Sequence[Pod]) -> f
     remainder = np.maximum(Q - lam[:, None] * dpod, 0.0)
     rem = np.zeros((n_b, n_r))
     np.add.at(rem, pod_bucket, remainder)
-    # a node type can only take part of a bucket if it fits the bucket's smallest pod (elementwise minimum)
-    min_req = np.full((n_b, n_r), np.inf)
-    np.minimum.at(min_req, pod_bucket, Q)
-    fits_bucket = (A[None, :, :] >= min_req[:, None, :] * (1 - 1e-9)).all(axis=2)
+    if split:
+        # an option can take part of a bucket only if it fits the bucket's pods (all of them, by the signature)
+        fits_bucket = np.zeros((n_b, n_o), dtype=bool)
+        fits_bucket[pod_bucket] = fit_rows
+    else:
+        # a node type can only take part of a bucket if it fits the bucket's smallest pod (elementwise minimum)
+        min_req = np.full((n_b, n_r), np.inf)
+        np.minimum.at(min_req, pod_bucket, Q)
+        fits_bucket = (A[None, :, :] >= min_req[:, None, :] * (1 - 1e-9)).all(axis=2)
 
     cols_cost: list[float] = list(prices)
     col_entries: list[list[tuple[int, float]]] = [[] for _ in range(n_o)]

@@ -1,10 +1,14 @@
 """Cost-minimising bin packing for interchangeable pods (no topology, same NodePool and requirements).
 
 Karpenter packs greedily and then launches the cheapest type that fits what it packed, which strands capacity
-and mixes cpu- and memory-heavy pods badly. Here the node type is chosen first, from the aggregate demand
-(which type covers cpu, memory and pod slots of the whole set at the lowest $/h), pods are packed first-fit
-decreasing into that type with gap filling, and every node is then shrunk to the cheapest type that holds
-what it got (so the last node is not stranded). A few leading types are tried and the cheapest plan kept.
+and mixes cpu- and memory-heavy pods badly. Here the mix of node types is chosen first: an LP over cells of
+similar pods and the node types picks how many nodes of each type cover the demand most cheaply, keeping each
+pod's resources together, and deals the pods of each cell out to types in its proportions. Each type's pods
+are then packed so that every node fills cpu and memory together (cpu-heavy pods paired with memory-heavy
+ones), every node is shrunk to the cheapest type that holds what it got (so the last node is not stranded),
+poorly used nodes are re-packed together and the emptiest nodes are emptied into the others' spare room.
+On smaller sets simpler plans (one type per pod by its share of a node; one type for the whole set) are
+computed too and the cheapest plan wins.
 """
 
 from __future__ import annotations
@@ -16,6 +20,15 @@ import numpy as np
 import numpy.typing as npt
 
 IntArray = npt.NDArray[np.int64]
+
+# how many of the pods that still fit a node _fill_balanced scores for each pick
+BALANCED_WINDOW = 256
+# _fill_balanced's work is about (nodes x pods) of one type; beyond this _fill is used
+BALANCED_MAX_WORK = 1e7
+# pod cells of _assign_by_lp: pods within these factors of each other in every resource, finest first;
+# the finest only pays off on large sets (where the LP-guided plan is the only one computed)
+LP_CELLS = (1.5, 1.7, 2.5)
+LP_CELLS_SMALL = (1.7, 2.5)
 
 
 @dataclass(frozen=True)
@@ -74,6 +87,87 @@ def _fill(pods: IntArray, order: IntArray, alloc: IntArray, window: int = 192) -
             idx = idx[keep]
             cand = cand[keep]
         bins.append([int(order[i]) for i in taken])
+    return bins
+
+
+def _fill_balanced(
+    pods: IntArray, alloc: IntArray, mu: float = 2.0, window: int | None = None
+) -> list[list[int]]:
+    """Vector bin packing that keeps every node's cpu and memory in step with what is left to place.
+
+    First-fit decreasing by the largest share fills one resource and strands the other when pods of one
+    type lean different ways. Here each node opens with the largest pod left, then takes, among the pods that
+    still fit, the one that carries its usage furthest along the direction of the remaining demand while
+    straying least from it (projection minus `mu` x perpendicular distance, in shares of the node). cpu-heavy
+    and memory-heavy pods thus pair up, and the last nodes are not left with pods that all lean one way.
+    When many pods fit, an evenly spaced sample of `window` of them (by size) is scored, and the sample is
+    drawn again once none of it fits any more. Fit is checked in exact integers; the score only orders the
+    candidates. Deterministic.
+    """
+    n = pods.shape[0]
+    if n == 0:
+        return []
+    window = max(2, window or BALANCED_WINDOW)
+    scale = np.where(alloc > 0, alloc, 1).astype(np.float64)
+    q_all = pods / scale
+    size = q_all.max(axis=1) + 1e-3 * q_all.sum(axis=1)
+    order = np.lexsort((np.arange(n), -size))
+    ip = pods[order]
+    # resources along the first axis: the fit tests reduce over it, which numpy does far faster than over a
+    # short last axis
+    ip_t = np.ascontiguousarray(ip.T)
+    q = q_all[order]
+    sq = (q * q).sum(axis=1)
+    alive = np.ones(n, dtype=bool)
+    rem = q.sum(axis=0)
+    bins: list[list[int]] = []
+    ptr = 0
+    k = q.shape[1]
+    while ptr < n:
+        if not alive[ptr]:
+            ptr += 1
+            continue
+        norm = float(np.sqrt(rem @ rem))
+        d = rem / norm if norm > 0 else np.full(k, 1.0 / np.sqrt(k))
+        alive[ptr] = False
+        members = [ptr]
+        iroom = alloc - ip[ptr]
+        used = q[ptr].copy()
+        while True:
+            cand = np.flatnonzero(alive[ptr:]) + ptr
+            cand = cand[(ip_t[:, cand] <= iroom[:, None]).all(axis=0)]
+            if not cand.size:
+                break
+            whole = cand.size <= window
+            if not whole:
+                cand = cand[(np.arange(window) * (cand.size - 1)) // (window - 1)]
+            cip = ip_t[:, cand]
+            # per candidate: its shares (k columns), its projection on d, its squared norm
+            qc = q[cand]
+            cf = np.concatenate([qc, (qc @ d)[:, None], sq[cand][:, None]], axis=1)
+            ud = float(used @ d)
+            uu = float(used @ used)
+            while cand.size:
+                proj = cf[:, k] + ud
+                nn = cf[:, :k] @ (2.0 * used) + (cf[:, k + 1] + uu)
+                perp = np.sqrt(np.maximum(nn - proj * proj, 0.0))
+                j = int(np.argmin(mu * perp - proj))
+                pick = int(cand[j])
+                members.append(pick)
+                alive[pick] = False
+                iroom = iroom - cip[:, j]
+                used = used + cf[j, :k]
+                ud = float(proj[j])
+                uu = float(nn[j])
+                keep = (cip <= iroom[:, None]).all(axis=0)
+                keep[j] = False
+                cand = cand[keep]
+                cip = cip[:, keep]
+                cf = cf[keep]
+            if whole:
+                break
+        rem = rem - used
+        bins.append([int(order[i]) for i in members])
     return bins
 
 
@@ -208,7 +302,9 @@ def _pack_by_share(
     return best_bins
 
 
-def _assign_by_lp(pods: IntArray, allocs: IntArray, price: npt.NDArray[np.float64]) -> IntArray | None:
+def _assign_by_lp(
+    pods: IntArray, allocs: IntArray, price: npt.NDArray[np.float64], cell_sizes: Sequence[float] = LP_CELLS
+) -> IntArray | None:
     """Which option each pod should go to, from the LP over pod cells (pods of similar shape) and node types.
 
     The LP chooses the mix of types that covers the pods' combined cpu, memory and slots most cheaply while
@@ -221,12 +317,18 @@ def _assign_by_lp(pods: IntArray, allocs: IntArray, price: npt.NDArray[np.float6
     n_o = allocs.shape[0]
     scale = np.maximum(allocs.max(axis=0), 1).astype(np.float64)
     q = pods / scale
+    # fine cells make the cell means close to their pods (the LP's type mix then packs well); coarser
+    # ones when the LP would grow too large
     cells: dict[tuple[int, ...], list[int]] = {}
-    logs = np.floor(np.log(np.maximum(q, 1e-12)) / np.log(1.7)).astype(np.int64)
-    logs[q <= 0] = -(10**6)
-    for i, key in enumerate(map(tuple, logs.tolist())):
-        cells.setdefault(key, []).append(i)
-    if len(cells) * n_o > 60_000:
+    for cell in cell_sizes:
+        cells = {}
+        logs = np.floor(np.log(np.maximum(q, 1e-12)) / np.log(cell)).astype(np.int64)
+        logs[q <= 0] = -(10**6)
+        for i, key in enumerate(map(tuple, logs.tolist())):
+            cells.setdefault(key, []).append(i)
+        if len(cells) * n_o <= 60_000:
+            break
+    else:
         return None
     cell_list = list(cells.values())
     means = np.array([q[c].mean(axis=0) for c in cell_list])
@@ -239,29 +341,23 @@ def _assign_by_lp(pods: IntArray, allocs: IntArray, price: npt.NDArray[np.float6
     n_c = len(cell_list)
     lo = [float(len(c)) for c in cell_list] + [-inf] * (n_o * n_r)
     hi = [float(len(c)) for c in cell_list] + [0.0] * (n_o * n_r)
-    costs: list[float] = list(price)
-    starts: list[int] = []
-    index: list[int] = []
-    value: list[float] = []
-    for o in range(n_o):
-        starts.append(len(index))
-        for r in range(n_r):
-            if a[o, r] > 0:
-                index.append(n_c + o * n_r + r)
-                value.append(-float(a[o, r]))
-    col_cell: list[tuple[int, int]] = []
-    for c in range(n_c):
-        for o in np.flatnonzero(fits[c]).tolist():
-            starts.append(len(index))
-            costs.append(0.0)
-            col_cell.append((c, o))
-            index.append(c)
-            value.append(1.0)
-            for r in range(n_r):
-                if means[c, r] > 0:
-                    index.append(n_c + o * n_r + r)
-                    value.append(float(means[c, r]))
-    n_cols = len(costs)
+    # option columns (one per option, its node count): -allocatable in its capacity rows
+    res_idx = np.arange(n_r)
+    o_mask = a > 0
+    o_rows = n_c + np.arange(n_o)[:, None] * n_r + res_idx[None, :]
+    o_counts = o_mask.sum(axis=1)
+    # cell x option columns (pods of the cell placed on the option): 1 in the cell's row, the cell's mean
+    # shape in the option's capacity rows
+    c_idx, o_idx = np.nonzero(fits)
+    y_rows = np.concatenate([c_idx[:, None], n_c + o_idx[:, None] * n_r + res_idx[None, :]], axis=1)
+    y_vals = np.concatenate([np.ones((c_idx.size, 1)), means[c_idx]], axis=1)
+    y_mask = np.concatenate([np.ones((c_idx.size, 1), dtype=bool), means[c_idx] > 0], axis=1)
+    counts = np.concatenate([o_counts, y_mask.sum(axis=1)])
+    starts = np.concatenate([[0], np.cumsum(counts)[:-1]]).astype(np.int32)
+    index = np.concatenate([o_rows[o_mask], y_rows[y_mask]]).astype(np.int32)
+    value = np.concatenate([-a[o_mask], y_vals[y_mask]])
+    costs = np.concatenate([price, np.zeros(c_idx.size)])
+    n_cols = costs.size
     h.addRows(
         len(lo),
         np.array(lo),
@@ -271,17 +367,13 @@ def _assign_by_lp(pods: IntArray, allocs: IntArray, price: npt.NDArray[np.float6
         np.zeros(0, dtype=np.int32),
         np.zeros(0),
     )
-    h.addCols(
-        n_cols,
-        np.array(costs),
-        np.zeros(n_cols),
-        np.full(n_cols, inf),
-        len(index),
-        np.array(starts, dtype=np.int32),
-        np.array(index, dtype=np.int32),
-        np.array(value),
-    )
-    h.run()
+    h.addCols(n_cols, costs, np.zeros(n_cols), np.full(n_cols, inf), index.size, starts, index, value)
+    # presolve does not pay for itself on this LP; the bound's LP (same HiGHS instance) keeps the default
+    h.setOptionValue("presolve", "off")
+    try:
+        h.run()
+    finally:
+        h.setOptionValue("presolve", "choose")
     import highspy
 
     if h.getModelStatus() != highspy.HighsModelStatus.kOptimal:
@@ -289,10 +381,9 @@ def _assign_by_lp(pods: IntArray, allocs: IntArray, price: npt.NDArray[np.float6
     sol = np.asarray(h.getSolution().col_value)
     assign = np.full(n, -1, dtype=np.int64)
     per_cell: dict[int, list[tuple[float, int]]] = {}
-    for j, (c, o) in enumerate(col_cell):
-        y = float(sol[n_o + j])
-        if y > 1e-9:
-            per_cell.setdefault(c, []).append((y, o))
+    y_sol = sol[n_o:]
+    for j in np.flatnonzero(y_sol > 1e-9).tolist():
+        per_cell.setdefault(int(c_idx[j]), []).append((float(y_sol[j]), int(o_idx[j])))
     for c, members in enumerate(cell_list):
         shares = sorted(per_cell.get(c, []), key=lambda t: (-float(allocs[t[1]].sum()), t[1]))
         if not shares:
@@ -311,7 +402,12 @@ def _assign_by_lp(pods: IntArray, allocs: IntArray, price: npt.NDArray[np.float6
 
 
 def _pack_assigned(
-    pods: IntArray, allocs: IntArray, price: npt.NDArray[np.float64], assign: IntArray
+    pods: IntArray,
+    allocs: IntArray,
+    price: npt.NDArray[np.float64],
+    assign: IntArray,
+    *,
+    balanced: bool = False,
 ) -> list[Bin]:
     bins: list[Bin] = []
     for t in np.unique(assign).tolist():
@@ -321,9 +417,16 @@ def _pack_assigned(
         if not bool((rows <= alloc).all()):
             return []
         scale = np.where(alloc > 0, alloc, 1).astype(np.float64)
-        size = (rows / scale).max(axis=1) + 1e-3 * (rows / scale).sum(axis=1)
-        order = np.lexsort((members, -size)).astype(np.int64)
-        for b in _fill(rows, order, alloc):
+        # _fill_balanced scans the pods left for every node it opens; where that would be too slow (very many
+        # pods and nodes), the windowed first-fit decreasing is used instead
+        nodes_est = float((rows.sum(axis=0) / scale).max())
+        if balanced and nodes_est * rows.shape[0] <= BALANCED_MAX_WORK:
+            local = _fill_balanced(rows, alloc)
+        else:
+            size = (rows / scale).max(axis=1) + 1e-3 * (rows / scale).sum(axis=1)
+            order = np.lexsort((members, -size)).astype(np.int64)
+            local = _fill(rows, order, alloc)
+        for b in local:
             total = rows[b].sum(axis=0)
             o = cheapest_fitting(total, allocs, price)
             bins.append(Bin(o if o >= 0 else t, tuple(int(members[i]) for i in b)))
@@ -394,23 +497,28 @@ def _eliminate_bins(
 def pack(pods: IntArray, allocs: IntArray, prices: Sequence[float], *, tries: int = 3) -> list[Bin]:
     """Pack every pod (rows of `pods`) into nodes drawn from the options (rows of `allocs`) at minimum cost.
 
-    Up to three strategies are run (one type per pod by its share of a node; LP-guided type mix; one type for
-    the whole set) and the cheapest plan wins. Every pod must fit at least one option on its own.
-    Deterministic.
+    The LP-guided plan is always computed (when the LP is small enough); on sets of up to 3000 pods the
+    share-based and single-type plans too, and the cheapest plan wins. Every pod must fit at least one option
+    on its own. Deterministic.
     """
     if pods.shape[0] == 0:
         return []
     price = np.asarray(prices, dtype=np.float64)
-    plans = [_pack_by_share(pods, allocs, price, rounds=2 if pods.shape[0] <= 3000 else 1)]
-    # on smaller sets the LP-guided and single-type plans are cheap enough to compare as well; on large
-    # ones the share plan has measured best (the LP's rounding loses more than its better type mix gains)
-    if 8 <= pods.shape[0] <= 3000:
-        assign = _assign_by_lp(pods, allocs, price)
+    n = pods.shape[0]
+    plans: list[list[Bin]] = []
+    # LP-guided: the LP picks the mix of types, each type's pods are packed keeping cpu and memory in step
+    if n >= 8:
+        assign = _assign_by_lp(pods, allocs, price, LP_CELLS if n > 3000 else LP_CELLS_SMALL)
         if assign is not None and (assign >= 0).all():
-            guided = _pack_assigned(pods, allocs, price, assign)
-            if guided:
-                plans.append(guided)
-    if pods.shape[0] <= 3000:
+            for balanced in (True, False) if n <= 3000 else (True,):
+                guided = _pack_assigned(pods, allocs, price, assign, balanced=balanced)
+                if guided:
+                    plans.append(guided)
+    # on smaller sets the share and single-type plans are cheap enough to compare as well; on large ones
+    # the LP-guided balanced plan has measured best, and the share plan is only the fallback
+    if n <= 3000 or not plans:
+        plans.append(_pack_by_share(pods, allocs, price, rounds=2 if n <= 3000 else 1))
+    if n <= 3000:
         plans.append(_pack_single(pods, allocs, prices, tries=tries))
     best = min(plans, key=lambda b: _cost(b, price))
     return _eliminate_bins(pods, allocs, price, best)

@@ -182,6 +182,8 @@ class PoolTemplate:
             len(options), len(keys)
         )
         self._viable_cache: dict[Requirements, list[TypeOption]] = {}
+        # NodeClaim.fix: requirements pinned to one (type, zone, capacity type), shared by every claim alike
+        self.pin_cache: dict[tuple[Requirements, str, str, str], Requirements] = {}
         self._mask_cache: dict[Requirements, npt.NDArray[np.bool_]] = {}
         self.universe: dict[str, frozenset[str]] = {}
 
@@ -426,14 +428,18 @@ class NodeClaim:
     def fix(self, o: TypeOption, off: Offering) -> None:
         self.chosen, self.offering = o, off
         self.base_reqs = self.reqs
-        pins = Requirements(
-            [
-                Requirement.new(ZONE_LABEL, "In", [off.zone]),
-                Requirement.new(CAPACITY_TYPE_LABEL, "In", [off.capacity_type]),
-                Requirement.new(INSTANCE_TYPE_LABEL, "In", [o.it.name]),
-            ]
-        )
-        self.reqs = self.reqs.intersect(pins)
+        ck = (self.reqs, o.it.name, off.zone, off.capacity_type)
+        pinned = self.tpl.pin_cache.get(ck)
+        if pinned is None:
+            pins = Requirements(
+                [
+                    Requirement.new(ZONE_LABEL, "In", [off.zone]),
+                    Requirement.new(CAPACITY_TYPE_LABEL, "In", [off.capacity_type]),
+                    Requirement.new(INSTANCE_TYPE_LABEL, "In", [o.it.name]),
+                ]
+            )
+            pinned = self.tpl.pin_cache[ck] = self.reqs.intersect(pins)
+        self.reqs = pinned
         self.idx = np.array([o.index], dtype=np.int64)
         self.cap_max = o.alloc
 
@@ -1177,6 +1183,7 @@ class _Solve:
         res = Results(pending=len(self.pods), unschedulable=self.errors)
         alt_tables: dict[tuple[str, Requirements], tuple[npt.NDArray[np.int64], list[str]]] = {}
         label_cache: dict[tuple[str, str, str, str, Requirements], dict[str, str]] = {}
+        alloc_cache: dict[str, Resources] = {}
         for claim in self.claims:
             assert claim.chosen is not None and claim.offering is not None
             o, off = claim.chosen, claim.offering
@@ -1218,6 +1225,9 @@ class _Solve:
             ]
             names = [chosen_name, *others[: MAX_OPTIONS - 1]]
             used = Resources(dict(zip(self.keys, claim.used, strict=True)))
+            allocatable = alloc_cache.get(o.it.name)
+            if allocatable is None:
+                allocatable = alloc_cache[o.it.name] = o.it.allocatable
             res.nodeclaims.append(
                 PlannedNodeClaim(
                     name=claim.name,
@@ -1232,7 +1242,7 @@ class _Solve:
                     startup_taints=list(claim.tpl.pool.startup_taints),
                     pods=list(claim.pods),
                     requests=used,
-                    allocatable=o.it.allocatable,
+                    allocatable=allocatable,
                 )
             )
         for node in self.nodes:
