@@ -18,6 +18,7 @@ from packing.instancetype import InstanceType, Offering
 from packing.nodepool import (
     HOSTNAME_LABEL,
     INITIALIZED_LABEL,
+    INSTANCE_TYPE_LABEL,
     DaemonSet,
     ExistingNodeSpec,
     NodePool,
@@ -622,19 +623,39 @@ def parse_documents(text: str, filename: str, out: Inputs) -> None:
                 raise InputError(f"{where}{label}: {prefix}{e.path}: {e.message}") from None
 
 
+def read_text(path: str) -> str:
+    """A whole input file ('-' is stdin); InputError naming the file when it cannot be read."""
+    try:
+        if path == "-":
+            return sys.stdin.read()
+        with open(path, encoding="utf-8") as f:
+            return f.read()
+    except (OSError, UnicodeDecodeError) as e:
+        reason = e.strerror if isinstance(e, OSError) and e.strerror else str(e)
+        raise InputError(f"{path}: cannot read file: {reason}") from None
+
+
 def load_files(paths: Sequence[str], out: Inputs | None = None) -> Inputs:
     out = out or Inputs()
     for path in paths:
-        try:
-            if path == "-":
-                text = sys.stdin.read()
-            else:
-                with open(path, encoding="utf-8") as f:
-                    text = f.read()
-        except (OSError, UnicodeDecodeError) as e:
-            reason = e.strerror if isinstance(e, OSError) and e.strerror else str(e)
-            raise InputError(f"{path}: cannot read file: {reason}") from None
-        parse_documents(text, path, out)
+        parse_documents(read_text(path), path, out)
+    return out
+
+
+def inflight_claims(inp: Inputs, catalog: Sequence[InstanceType]) -> list[ExistingNodeSpec]:
+    """NodeClaims not yet registered as Nodes, sized from the catalog when they carry no allocatable."""
+    by_name = {it.name: it for it in catalog}
+    node_names = {n.name for n in inp.nodes}
+    out: list[ExistingNodeSpec] = []
+    for spec, node_name in inp.nodeclaims:
+        if node_name and node_name in node_names:
+            continue  # already registered as a Node: the Node is the truth
+        if not spec.allocatable:
+            it = by_name.get(spec.labels.get(INSTANCE_TYPE_LABEL, ""))
+            if it is not None:
+                spec.allocatable = it.allocatable
+                spec.capacity = it.capacity
+        out.append(spec)
     return out
 
 

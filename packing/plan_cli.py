@@ -10,22 +10,24 @@ from collections.abc import Sequence
 from typing import Any, TextIO
 
 from packing.instancetype import InstanceType
-from packing.kubeobjects import InputError, Inputs, expand_workloads, load_files
-from packing.nodepool import INSTANCE_TYPE_LABEL, ExistingNodeSpec
+from packing.kubeobjects import InputError, Inputs, expand_workloads, inflight_claims, load_files
+from packing.nodepool import ExistingNodeSpec
 from packing.scheduling.scheduler import Results, Scheduler
 
 __all__ = ["build_parser", "main", "plan_from_inputs", "render_json", "render_text"]
 
 
-class _Parser(argparse.ArgumentParser):
+class CliParser(argparse.ArgumentParser):
+    """argparse that exits 2 with one line naming the subcommand (prog's last word), never a traceback."""
+
     def error(self, message: str) -> None:  # type: ignore[override]
         self.print_usage(sys.stderr)
-        print(f"packing plan: {message}", file=sys.stderr)
+        print(f"packing {self.prog.split()[-1]}: {message}", file=sys.stderr)
         raise SystemExit(2)
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = _Parser(prog="python -m packing plan", description="Dry-run the provisioner over Kubernetes objects.")
+    p = CliParser(prog="python -m packing plan", description="Dry-run the provisioner over Kubernetes objects.")
     p.add_argument(
         "files", nargs="+", metavar="FILE", help="YAML or JSON files with Kubernetes objects ('-' = stdin)"
     )
@@ -65,18 +67,7 @@ def _builtin_catalog(inp: Inputs, region: str) -> list[InstanceType]:
 
 def plan_from_inputs(inp: Inputs, catalog: Sequence[InstanceType]) -> Results:
     expand_workloads(inp)
-    by_name = {it.name: it for it in catalog}
-    node_names = {n.name for n in inp.nodes}
-    existing: list[ExistingNodeSpec] = list(inp.nodes)
-    for spec, node_name in inp.nodeclaims:
-        if node_name and node_name in node_names:
-            continue  # already registered as a Node: the Node is the truth
-        if not spec.allocatable:
-            it = by_name.get(spec.labels.get(INSTANCE_TYPE_LABEL, ""))
-            if it is not None:
-                spec.allocatable = it.allocatable
-                spec.capacity = it.capacity
-        existing.append(spec)
+    existing: list[ExistingNodeSpec] = [*inp.nodes, *inflight_claims(inp, catalog)]
     sched = Scheduler(inp.nodepools, catalog, existing, inp.running, inp.daemonsets)
     return sched.solve(inp.pending, lower_bound=True)
 

@@ -13,20 +13,13 @@ from packing.disruption.engine import MinSavings, consolidate, parse_time
 from packing.disruption.inputs import Extras, build_cluster, read_files
 from packing.disruption.output import render_json, render_text
 from packing.kubeobjects import InputError, Inputs
-from packing.plan_cli import resolve_catalog
+from packing.plan_cli import CliParser, resolve_catalog
 
 __all__ = ["build_parser", "main"]
 
 
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> None:  # type: ignore[override]
-        self.print_usage(sys.stderr)
-        print(f"packing consolidate: {message}", file=sys.stderr)
-        raise SystemExit(2)
-
-
 def build_parser() -> argparse.ArgumentParser:
-    p = _Parser(
+    p = CliParser(
         prog="python -m packing consolidate",
         description="Dry-run the disruption controller: which nodes it would delete or replace now, and why.",
     )

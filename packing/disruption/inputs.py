@@ -8,7 +8,6 @@ from the same documents, and their errors use the same message shape.
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
@@ -25,8 +24,15 @@ from packing.disruption.model import (
 )
 from packing.durations import DurationError, parse_duration
 from packing.instancetype import InstanceType
-from packing.kubeobjects import InputError, Inputs, documents, expand_workloads, parse_documents
-from packing.nodepool import INSTANCE_TYPE_LABEL, ExistingNodeSpec
+from packing.kubeobjects import (
+    InputError,
+    Inputs,
+    documents,
+    expand_workloads,
+    inflight_claims,
+    parse_documents,
+    read_text,
+)
 
 __all__ = ["Extras", "build_cluster", "read_files"]
 
@@ -213,15 +219,7 @@ def read_files(paths: Sequence[str], inp: Inputs | None = None, ex: Extras | Non
     inp = inp or Inputs()
     ex = ex or Extras()
     for path in paths:
-        try:
-            if path == "-":
-                text = sys.stdin.read()
-            else:
-                with open(path, encoding="utf-8") as f:
-                    text = f.read()
-        except (OSError, UnicodeDecodeError) as e:
-            reason = e.strerror if isinstance(e, OSError) and e.strerror else str(e)
-            raise InputError(f"{path}: cannot read file: {reason}") from None
+        text = read_text(path)
         parse_documents(text, path, inp)  # the plan CLI's parser: its errors name file, document and field
         parse_extras(text, path, ex)
     return inp, ex
@@ -229,18 +227,7 @@ def read_files(paths: Sequence[str], inp: Inputs | None = None, ex: Extras | Non
 
 def build_cluster(inp: Inputs, ex: Extras, catalog: Sequence[InstanceType]) -> Cluster:
     expand_workloads(inp)
-    by_name = {it.name: it for it in catalog}
-    node_names = {n.name for n in inp.nodes}
-    inflight: list[ExistingNodeSpec] = []
-    for spec, node_name in inp.nodeclaims:
-        if node_name and node_name in node_names:
-            continue  # already registered as a Node: the Node is the truth
-        if not spec.allocatable:
-            it = by_name.get(spec.labels.get(INSTANCE_TYPE_LABEL, ""))
-            if it is not None:
-                spec.allocatable = it.allocatable
-                spec.capacity = it.capacity
-        inflight.append(spec)
+    inflight = inflight_claims(inp, catalog)
     nodes = [
         NodeInfo(
             spec=n,
