@@ -53,6 +53,7 @@ INSTALLED_APPS = [
     "console.catalog",
     "console.control",
     "console.simulation",
+    "console.alerts",
 ]
 
 MIDDLEWARE = [
@@ -182,6 +183,8 @@ CELERY_BEAT_SCHEDULE = {
     # One sample per minute per NodePool: cost, allocatable vs requested, pending pods and why —
     # what the dashboards and alerts read.
     "record_metrics": {"task": "console.control.tasks.record_metrics", "schedule": 60.0},
+    # Alerts: check every rule against the samples record_metrics writes each minute.
+    "evaluate_alerts": {"task": "console.alerts.tasks.evaluate_alerts", "schedule": 60.0},
     # Leaked instances cost money but are rare; every 2 minutes bounds the waste without API churn.
     "garbage_collect": {"task": "console.control.tasks.garbage_collect", "schedule": 120.0},
     # The simulated world (embedded default): instances boot, nodes register, the demo workloads
@@ -204,6 +207,11 @@ LOADMASTER_CLUSTER_ENDPOINT = env_str("LOADMASTER_CLUSTER_ENDPOINT", "") or None
 LOADMASTER_CLUSTER_CA = env_str("LOADMASTER_CLUSTER_CA", "") or None
 LOADMASTER_CLUSTER_SERVICE_CIDR = env_str("LOADMASTER_CLUSTER_SERVICE_CIDR", "10.100.0.0/16") or "10.100.0.0/16"
 LOADMASTER_CATALOG_CACHE = env_str("LOADMASTER_CATALOG_CACHE", str(VAR_DIR / "catalog-cache"))
+# Alerts: the key that encrypts stored Slack webhook URLs/tokens (empty: derived from SECRET_KEY;
+# changing it makes stored secrets unreadable, and their channels disable themselves with that reason),
+# and the console's public URL used for the buttons in Slack messages.
+LOADMASTER_ENCRYPTION_KEY = env_str("LOADMASTER_ENCRYPTION_KEY", "") or ""
+LOADMASTER_PUBLIC_URL = env_str("LOADMASTER_PUBLIC_URL", "http://localhost:8000")
 # How long an offering that failed for capacity is skipped before it is tried again (Karpenter: 3 min).
 LOADMASTER_UNAVAILABLE_OFFERING_TTL = env_int("LOADMASTER_UNAVAILABLE_OFFERING_TTL", 180, minimum=1)
 

@@ -8,7 +8,9 @@ urlpatterns = [
     path("accounts/login/", auth_views.LoginView.as_view(), name="login"),
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("admin/", admin.site.urls),
+    path("api/alerts/", include("console.alerts.api")),
     path("api/", include("console.fleet.api.urls")),
+    path("alerts/", include("console.alerts.urls")),
     path("catalog/", include("console.catalog.urls")),
     path("", include("console.fleet.urls")),
 ]

@@ -1,0 +1,141 @@
+"""The dashboard pages: read the selectors, build the charts, render. No figures are computed here."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+import plotly
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import render
+from django.urls import reverse
+from django.utils import timezone
+from django.views.decorators.http import require_GET
+
+from console.dashboards import charts, selectors
+from console.fleet.models import Decision
+
+
+def _filters(request: HttpRequest) -> tuple[str, str, datetime]:
+    window = selectors.parse_window(request.GET.get("window"))
+    pools = selectors.nodepools()
+    pool = request.GET.get("nodepool", "")
+    return window, pool if pool in pools else "", timezone.now()
+
+
+def _ctx(request: HttpRequest, page: str, window: str, pool: str, **extra: Any) -> dict[str, Any]:
+    return {"page": page, "window": window, "nodepool": pool, "windows": list(selectors.WINDOWS),
+            "nodepools": selectors.nodepools(), "plotly_url": reverse("dashboards:plotly-js", args=[plotly.__version__]),
+            "last_sample_at": selectors.last_sample_at(), **extra}
+
+
+@require_GET
+def overview(request: HttpRequest) -> HttpResponse:
+    window, pool, now = _filters(request)
+    summary = selectors.cost_summary(nodepool=pool, now=now)
+    points = selectors.history(nodepool=pool, window=window, now=now)
+    x = [p.at for p in points]
+    figures = [
+        charts.efficiency("chart-efficiency", "Bin-packing efficiency", points),
+        charts.lines("chart-cost", "Cost per hour", "$ per hour", x, {
+            "actual": [p.cost for p in points], "on-demand equivalent": [p.on_demand for p in points],
+            "stranded (unrequested)": [p.stranded for p in points]}, hover="$%{y:.4f}/h"),
+        charts.lines("chart-nodes", "Nodes and pending pods", "count", x, {
+            "nodes": [p.nodes for p in points], "spot nodes": [p.spot_nodes for p in points],
+            "pending pods": [p.pods_pending for p in points]}, hover="%{y:.1f}"),
+    ]
+    return render(request, "dashboards/overview.html",
+                  _ctx(request, "overview", window, pool, summary=summary, figures=figures))
+
+
+@require_GET
+def binpacking(request: HttpRequest) -> HttpResponse:
+    window, pool, now = _filters(request)
+    rows = selectors.node_view(nodepool=pool, now=now)
+    pools = [pool] if pool else selectors.nodepools()
+    per_pool = {p: selectors.history(nodepool=p, window=window, now=now) for p in pools}
+    x_any = next((pts for pts in per_pool.values() if pts), [])
+    series: dict[str, list[float | None]] = {}
+    for p, pts in per_pool.items():
+        by_at = {pt.at: pt for pt in pts}
+        series[f"{p} CPU"] = [None if (pt := by_at.get(q.at)) is None or pt.cpu_efficiency is None
+                              else 100 * pt.cpu_efficiency for q in x_any]
+        series[f"{p} memory"] = [None if (pt := by_at.get(q.at)) is None or pt.memory_efficiency is None
+                                 else 100 * pt.memory_efficiency for q in x_any]
+    figures = [charts.node_bars("chart-nodes", rows),
+               charts.lines("chart-pool-efficiency", "Efficiency per NodePool", "requested ÷ allocatable (%)",
+                            [q.at for q in x_any], series, hover="%{y:.1f}%")]
+    return render(request, "dashboards/binpacking.html",
+                  _ctx(request, "binpacking", window, pool, rows=rows, figures=figures))
+
+
+@require_GET
+def spot(request: HttpRequest) -> HttpResponse:
+    window, pool, now = _filters(request)
+    points = selectors.history(nodepool=pool, window=window, now=now)
+    total = selectors.savings(nodepool=pool, window=window, now=now)
+    by_pool = selectors.savings_by_pool(window=window, now=now)
+    if pool:
+        by_pool = {k: v for k, v in by_pool.items() if k == pool}
+    x = [p.at for p in points]
+    figures = [
+        charts.lines("chart-spot-cost", "Actual cost vs on-demand equivalent", "$ per hour", x, {
+            "actual": [p.cost for p in points], "on-demand equivalent": [p.on_demand for p in points]},
+            hover="$%{y:.4f}/h"),
+        charts.bars("chart-spot-pools", "Spot savings per NodePool in the window", "$ saved",
+                    list(by_pool), [s.saved for s in by_pool.values()]),
+    ]
+    return render(request, "dashboards/spot.html", _ctx(
+        request, "spot", window, pool, total=total, by_pool=by_pool, figures=figures,
+        interruptions=selectors.interruptions(nodepool=pool, window=window, now=now),
+        estimated_points=sum(p.estimated for p in points)))
+
+
+@require_GET
+def unschedulable(request: HttpRequest) -> HttpResponse:
+    window, pool, now = _filters(request)
+    hist = selectors.reasons_history(window=window, now=now)
+    reasons = sorted({r for _, counts in hist for r in counts
+                      if not pool or selectors.reasons_nodepool(r) in (pool, "")})
+    x = [at for at, _ in hist]
+    figures = [charts.lines("chart-reasons", "Pending pods by reason", "pending pods", x,
+                            {r: [c.get(r, 0) for _, c in hist] for r in reasons} or {"no pending pods": [0] * len(x)},
+                            stacked=True, hover="%{y:.0f} pods")]
+    return render(request, "dashboards/unschedulable.html", _ctx(
+        request, "unschedulable", window, pool, figures=figures,
+        pending=selectors.pending_now(nodepool=pool, now=now)))
+
+
+@require_GET
+def cost(request: HttpRequest) -> HttpResponse:
+    window, pool, now = _filters(request)
+    by_pool = selectors.cost_by_pool(window=window, now=now)
+    if pool:
+        by_pool = {k: v for k, v in by_pool.items() if k == pool}
+    families = selectors.cost_by_family(nodepool=pool, window=window, now=now)
+    entries = selectors.timeline(nodepool=pool, window=window, now=now)
+    figures = [
+        charts.bars("chart-cost-pools", "Cost per NodePool in the window", "$", list(by_pool), list(by_pool.values())),
+        charts.bars("chart-cost-families", "Cost per instance family in the window", "$",
+                    list(families), list(families.values())),
+        charts.timeline_scatter("chart-timeline", entries),
+    ]
+    return render(request, "dashboards/cost.html", _ctx(
+        request, "cost", window, pool, figures=figures, entries=entries, by_pool=by_pool, families=families,
+        kinds=dict(Decision.KIND_CHOICES)))
+
+
+@lru_cache(maxsize=1)
+def _plotly_js() -> bytes:
+    return (Path(plotly.__file__).parent / "package_data" / "plotly.min.js").read_bytes()
+
+
+@require_GET
+def plotly_js(request: HttpRequest, version: str = "") -> HttpResponse:
+    """plotly.js from the installed plotly package (no CDN, nothing to copy at build time). The URL
+    carries the package version, so it can be cached for a year."""
+    response = HttpResponse(_plotly_js(), content_type="application/javascript; charset=utf-8")
+    response["Cache-Control"] = "public, max-age=31536000, immutable"
+    return response

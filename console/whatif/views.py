@@ -1,0 +1,175 @@
+"""What-if pages: preview a NodePool/NodeClass edit, why a pod is pending, why a node is still here,
+and snapshot replay. Every page needs a login (middleware); only storing a snapshot is a write."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from django.contrib import messages
+from django.core.exceptions import ValidationError
+from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
+from django.shortcuts import get_object_or_404, redirect, render
+from django.utils import timezone
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
+
+from console.access import require_operator
+from console.backends.factory import cluster_backend
+from console.fleet import validation
+from console.fleet.forms import NodeClassForm, NodePoolEditor
+from console.fleet.models import EC2NodeClass, NodePool
+from console.whatif import selectors, services
+from console.whatif.forms import SnapshotForm
+from console.whatif.models import Snapshot
+from packing.kubeobjects import InputError
+
+
+def _wants_fragment(request: HttpRequest) -> bool:
+    # The Preview button fetches the result and inserts it into the edit page; without JS it is a page.
+    return request.headers.get("X-Requested-With") == "fetch" or request.GET.get("fragment") == "1"
+
+
+def _preview_response(request: HttpRequest, context: dict[str, Any], status: int = 200) -> HttpResponse:
+    template = "whatif/_preview_result.html" if _wants_fragment(request) else "whatif/preview.html"
+    return render(request, template, context, status=status)
+
+
+@require_POST
+def nodepool_preview(request: HttpRequest, name: str | None = None) -> HttpResponse:
+    """The NodePool edit form's data (same POST) → provisioning and consolidation with the edit in place.
+
+    Read-only: the form is bound and validated, its values run through the engines, nothing is saved.
+    """
+    pool = get_object_or_404(NodePool, name=name) if name else None
+    editor = NodePoolEditor(request.POST, instance=pool)
+    context: dict[str, Any] = {"kind": "NodePool", "name": name or request.POST.get("name", ""),
+                               "back": pool.get_absolute_url() if pool else None}
+    if not editor.is_valid():
+        context["errors"] = _form_errors(editor.form, *[f for fs in editor.formsets.values() for f in fs.forms])
+        return _preview_response(request, context, status=400)
+    values = editor.values()
+    issues = validation.check_nodepool({**(pool.field_values() if pool else {}), **values})
+    if issues:
+        context["errors"] = [f"{i.field}: {i.located()}" for i in issues]
+        return _preview_response(request, context, status=400)
+    context["result"] = services.preview_nodepool_change(values=values, name=name, cluster=cluster_backend())
+    return _preview_response(request, context)
+
+
+@require_POST
+def nodeclass_preview(request: HttpRequest, name: str | None = None) -> HttpResponse:
+    nodeclass = get_object_or_404(EC2NodeClass, name=name) if name else None
+    form = NodeClassForm(request.POST, instance=nodeclass)
+    context: dict[str, Any] = {"kind": "EC2NodeClass", "name": name or request.POST.get("name", ""),
+                               "back": nodeclass.get_absolute_url() if nodeclass else None}
+    if not form.is_valid():
+        context["errors"] = _form_errors(form)
+        return _preview_response(request, context, status=400)
+    context["result"] = services.preview_nodepool_change(values=form.values(), name=name, kind="nodeclass",
+                                                         cluster=cluster_backend())
+    return _preview_response(request, context)
+
+
+def _form_errors(*forms: Any) -> list[str]:
+    out = []
+    for form in forms:
+        for field, errs in form.errors.items():
+            out += [f"{field}: {e}" if field != "__all__" else str(e) for e in errs]
+    return out
+
+
+@require_GET
+def index(request: HttpRequest) -> HttpResponse:
+    """Pending pods and nodes, each linking to its explanation."""
+    cluster = cluster_backend()
+    pending = sorted(tuple(services._key(p).split("/", 1)) for p in cluster.pending_pods())
+    nodes = sorted((n.get("metadata") or {}).get("name", "") for n in cluster.list_nodes()[0])
+    return render(request, "whatif/index.html", {"pending": pending, "nodes": nodes})
+
+
+@require_GET
+def pod_why(request: HttpRequest, namespace: str, name: str) -> HttpResponse:
+    try:
+        answer = services.why_pending(namespace, name, cluster=cluster_backend())
+    except services.NotFound as exc:
+        raise Http404(str(exc)) from None
+    return render(request, "whatif/pod_why.html", {"answer": answer, "namespace": namespace, "name": name})
+
+
+@require_GET
+def node_why(request: HttpRequest, name: str) -> HttpResponse:
+    try:
+        answer = services.why_node(name, cluster=cluster_backend())
+    except services.NotFound as exc:
+        raise Http404(str(exc)) from None
+    return render(request, "whatif/node_why.html", {"answer": answer, "name": name})
+
+
+# --- snapshots ---------------------------------------------------------------------------------------
+
+@require_http_methods(["GET", "POST"])
+def snapshot_list(request: HttpRequest) -> HttpResponse:
+    form = SnapshotForm(request.POST or None, request.FILES or None)
+    problem = ""
+    status = 200
+    if request.method == "POST":
+        require_operator(request)
+        if form.is_valid():
+            try:
+                files = form.sources(request.FILES.getlist("files"))
+                snap = services.snapshot_create(name=form.cleaned_data["name"], files=files, user=request.user,
+                                                taken_at=form.cleaned_data.get("taken_at"))
+                messages.success(request, f"Snapshot {snap.name} stored.")
+                return redirect(snap)
+            except ValidationError as exc:
+                problem = "; ".join(exc.messages)
+            except InputError as exc:
+                problem = str(exc)  # the CLI's message: file, document N, field
+        status = 400
+    return render(request, "whatif/snapshot_list.html", {
+        "form": form, "problem": problem, "snapshots": selectors.snapshot_list(),
+        "max_mb": services.MAX_SNAPSHOT_BYTES // 2**20}, status=status)
+
+
+@require_POST
+def snapshot_take_live(request: HttpRequest) -> HttpResponse:
+    require_operator(request)
+    now = timezone.now()
+    text = services.live_snapshot_yaml(cluster=cluster_backend())
+    snap = services.snapshot_create(name=request.POST.get("name") or f"live {now:%Y-%m-%d %H:%M}",
+                                    files=[("live.yaml", text)], user=request.user, taken_at=now, source=Snapshot.LIVE)
+    messages.success(request, f"Snapshot {snap.name} taken from the live cluster.")
+    return redirect(snap)
+
+
+@require_GET
+def snapshot_detail(request: HttpRequest, pk: int) -> HttpResponse:
+    snap = get_object_or_404(Snapshot, pk=pk)
+    replay = selectors.snapshot_replay(snap)
+    return render(request, "whatif/snapshot_detail.html", {
+        "snap": snap, "replay": replay, "others": Snapshot.objects.exclude(pk=pk).defer("yaml")[:50],
+        "plan_json": json.dumps(replay["plan"], indent=2), "consolidate_json": json.dumps(replay["consolidate"], indent=2)})
+
+
+@require_GET
+def snapshot_json(request: HttpRequest, pk: int) -> HttpResponse:
+    snap = get_object_or_404(Snapshot, pk=pk)
+    replay = selectors.snapshot_replay(snap)
+    which = request.GET.get("output", "both")
+    body: Any = replay["plan"] if which == "plan" else replay["consolidate"] if which == "consolidate" \
+        else {"plan": replay["plan"], "consolidate": replay["consolidate"]}
+    response = JsonResponse(body, json_dumps_params={"indent": 2})
+    response["Content-Disposition"] = f'attachment; filename="snapshot-{snap.pk}-{which}.json"'
+    return response
+
+
+@require_GET
+def snapshot_compare(request: HttpRequest) -> HttpResponse:
+    try:
+        a = get_object_or_404(Snapshot, pk=int(request.GET.get("a", "")))
+        b = get_object_or_404(Snapshot, pk=int(request.GET.get("b", "")))
+    except ValueError:
+        raise Http404("choose two snapshots (?a=ID&b=ID)") from None
+    comparison = services.snapshot_compare(selectors.snapshot_replay(a), selectors.snapshot_replay(b))
+    rows = [(k, comparison["a"][k], comparison["b"][k]) for k in comparison["a"]]
+    return render(request, "whatif/snapshot_compare.html", {"a": a, "b": b, "cmp": comparison, "rows": rows})
