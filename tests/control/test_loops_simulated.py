@@ -258,3 +258,58 @@ def test_do_not_disrupt_arriving_during_validation_abandons_the_move(world: Any)
     assert not any(t["key"] == "karpenter.sh/disrupted" for t in node["spec"].get("taints") or [])
     claim.refresh_from_db()
     assert claim.terminated_at is None and claim.disrupting_at is None
+
+
+def test_worker_killed_between_create_fleet_and_commit_leaks_nothing(world: Any) -> None:
+    """A claim whose CreateFleet succeeded but whose instance id was never saved is adopted by the
+    lifecycle loop, and nothing is launched twice or left unowned."""
+    from django.utils import timezone as dj_timezone
+
+    from console.backends.base import LaunchOption, LaunchRequest
+    from console.fleet.models import NodePool
+
+    clock, config, cluster, cloud = world
+    claim = NodeClaim.objects.create(
+        name="general-crash1", nodepool=NodePool.objects.get(name="general"), nodepool_name="general",
+        instance_type="m5.large", instance_type_options=["m5.large"], capacity_type="on-demand", zone="us-east-1a",
+        price_per_hour="0.096", launch_started_at=clock(), created_at=clock())
+    # The worker got this far, then died before saving the instance id:
+    cloud.launch(LaunchRequest(nodeclaim=claim.name, nodepool="general", cluster="test", nodeclass=NODECLASS,
+                               options=[LaunchOption("m5.large", "us-east-1a", "on-demand", 0.096)]))
+    clock.advance(300)
+    assert garbage_collect_run(cloud=cloud, cluster=cluster, now=clock()).terminated_instances == []
+    outcome = lifecycle_run(cluster=cluster, cloud=cloud, now=clock())
+    assert outcome.adopted == [claim.name]
+    claim.refresh_from_db()
+    assert claim.instance_id and claim.launched_at
+    assert provision_run(cluster=cluster, cloud=cloud, now=clock()).launched == []   # no relaunch
+    assert len(cloud.list_instances("test")) == 1
+    assert dj_timezone.is_aware(claim.launched_at)
+
+
+def test_drain_blocked_by_a_pdb_waits_and_never_deletes_the_pod(world: Any) -> None:
+    from console.control.disruption import disrupt_run
+    from console.control.models import DisruptionAction
+    from console.fleet.models import NodePool
+    from tests.simulation.conftest import pdb
+
+    clock, config, cluster, cloud = world
+    services.nodepool_update(nodepool=NodePool.objects.get(name="general"),
+                             values={"consolidate_after": "0s", "budgets": [{"nodes": "100%"}]}, user=None)
+    cluster.apply(pod("db-0", namespace="data", cpu="1", memory="1Gi", labels={"app": "db"}, owner="ReplicaSet/db-x"))
+    _bring_up(clock, config, cluster, cloud)
+    claim = NodeClaim.objects.get()
+    # Start an action by hand: the engine itself would refuse this move because of the PDB below.
+    action = DisruptionAction.objects.create(created_at=clock(), updated_at=clock(), state=DisruptionAction.DRAINING,
+                                             type="delete", reason="underutilized", nodes=[claim.node_name],
+                                             why="test")
+    cluster.apply(pdb("db", {"app": "db"}, namespace="data", min_available=1))
+    for _ in range(3):
+        disrupt_run(cluster=cluster, cloud=cloud, now=clock())
+        clock.advance(10)
+    action.refresh_from_db()
+    assert action.state == DisruptionAction.DRAINING and "blocked by PodDisruptionBudgets" in action.outcome
+    assert [p["metadata"]["name"] for p in cluster.pods_on_node(claim.node_name)
+            if p["metadata"]["namespace"] == "data"] == ["db-0"]
+    claim.refresh_from_db()
+    assert claim.terminated_at is None
