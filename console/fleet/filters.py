@@ -39,7 +39,7 @@ class NodeClaimFilterSet(django_filters.FilterSet):
     capacity_type = django_filters.ChoiceFilter(choices=NodeClaim.CAPACITY_TYPES)
     zone = django_filters.CharFilter()
     instance_type = django_filters.CharFilter()
-    state = django_filters.ChoiceFilter(choices=[(s, s) for s in NodeClaim.STATES], method="filter_state")
+    state = django_filters.ChoiceFilter(choices=[(s, s) for s in NodeClaim.STATES], method="filter_state", label="State")
 
     class Meta:
         model = NodeClaim

@@ -280,6 +280,8 @@ def test_nodeclaim_filters(viewer_client: Client, pool: NodePool) -> None:
     assert names("state=terminated") == {"c-gone"}
     assert names("nodepool=general&zone=us-east-1b") == {"b-od"}
     assert viewer_client.get("/nodeclaims/a-spot/").status_code == 200
+    # Every filter is labelled (a method filter without a label renders as "[invalid name]").
+    assert b"invalid name" not in viewer_client.get("/nodeclaims/").content
 
 
 def test_decision_pages(viewer_client: Client, pool: NodePool) -> None:
