@@ -10,6 +10,7 @@ urlpatterns = [
     path("admin/", admin.site.urls),
     path("api/alerts/", include("console.alerts.api")),
     path("api/", include("console.fleet.api.urls")),
+    path("alerts/", RedirectView.as_view(pattern_name="alerts:rule-list", permanent=False)),
     path("alerts/", include("console.alerts.urls")),
     path("catalog/", include("console.catalog.urls")),
     path("", include("console.fleet.urls")),
