@@ -18,9 +18,10 @@ OPERATOR = "operator"
 VIEWER = "viewer"
 ROLES = (VIEWER, OPERATOR)
 
-# Paths reachable without a session: the login form itself, static assets, and the API, which
-# answers 401/403 itself (a redirect to an HTML login page is useless to an API client).
-_PUBLIC_PREFIXES = ("/accounts/login/", "/static/", "/api/", "/favicon.ico")
+# Paths reachable without a session: the login form itself, static assets, and the API and
+# /metrics, which answer 401/403 themselves (a redirect to an HTML login page is useless to an API
+# client or a Prometheus scraper).
+_PUBLIC_PREFIXES = ("/accounts/login/", "/static/", "/api/", "/favicon.ico", "/metrics")
 
 
 def is_operator(user: Any) -> bool:

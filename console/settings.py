@@ -52,8 +52,10 @@ INSTALLED_APPS = [
     "console.fleet",
     "console.catalog",
     "console.control",
+    "console.dashboards",
     "console.simulation",
     "console.alerts",
+    "console.whatif",
 ]
 
 MIDDLEWARE = [
@@ -99,7 +101,7 @@ AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
 ]
 LOGIN_URL = "login"
-LOGIN_REDIRECT_URL = "fleet:nodepool-list"
+LOGIN_REDIRECT_URL = "dashboards:overview"
 LOGOUT_REDIRECT_URL = "login"
 
 LANGUAGE_CODE = "en-us"
@@ -207,6 +209,9 @@ LOADMASTER_CLUSTER_ENDPOINT = env_str("LOADMASTER_CLUSTER_ENDPOINT", "") or None
 LOADMASTER_CLUSTER_CA = env_str("LOADMASTER_CLUSTER_CA", "") or None
 LOADMASTER_CLUSTER_SERVICE_CIDR = env_str("LOADMASTER_CLUSTER_SERVICE_CIDR", "10.100.0.0/16") or "10.100.0.0/16"
 LOADMASTER_CATALOG_CACHE = env_str("LOADMASTER_CATALOG_CACHE", str(VAR_DIR / "catalog-cache"))
+# /metrics: scrapers send "Authorization: Bearer <token>"; signed-in users always get through.
+LOADMASTER_METRICS_TOKEN = env_str("LOADMASTER_METRICS_TOKEN", "") or ""
+LOADMASTER_METRICS_PUBLIC = env_bool("LOADMASTER_METRICS_PUBLIC", False)
 # Alerts: the key that encrypts stored Slack webhook URLs/tokens (empty: derived from SECRET_KEY;
 # changing it makes stored secrets unreadable, and their channels disable themselves with that reason),
 # and the console's public URL used for the buttons in Slack messages.

@@ -20,14 +20,15 @@ from console.fleet.models import Decision
 
 def _filters(request: HttpRequest) -> tuple[str, str, datetime]:
     window = selectors.parse_window(request.GET.get("window"))
-    pools = selectors.nodepools()
+    # Read once per request; _ctx hands the same list to the template.
+    pools = request._dashboard_pools = selectors.nodepools()  # type: ignore[attr-defined]
     pool = request.GET.get("nodepool", "")
     return window, pool if pool in pools else "", timezone.now()
 
 
 def _ctx(request: HttpRequest, page: str, window: str, pool: str, **extra: Any) -> dict[str, Any]:
     return {"page": page, "window": window, "nodepool": pool, "windows": list(selectors.WINDOWS),
-            "nodepools": selectors.nodepools(), "plotly_url": reverse("dashboards:plotly-js", args=[plotly.__version__]),
+            "nodepools": getattr(request, "_dashboard_pools", None) or selectors.nodepools(), "plotly_url": reverse("dashboards:plotly-js", args=[plotly.__version__]),
             "last_sample_at": selectors.last_sample_at(), **extra}
 
 
@@ -54,8 +55,8 @@ def overview(request: HttpRequest) -> HttpResponse:
 def binpacking(request: HttpRequest) -> HttpResponse:
     window, pool, now = _filters(request)
     rows = selectors.node_view(nodepool=pool, now=now)
-    pools = [pool] if pool else selectors.nodepools()
-    per_pool = {p: selectors.history(nodepool=p, window=window, now=now) for p in pools}
+    pools = [pool] if pool else request._dashboard_pools  # type: ignore[attr-defined]
+    per_pool = selectors.histories(pools=list(pools), window=window, now=now, fields=selectors.EFFICIENCY_FIELDS)
     x_any = next((pts for pts in per_pool.values() if pts), [])
     series: dict[str, list[float | None]] = {}
     for p, pts in per_pool.items():

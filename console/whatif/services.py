@@ -10,6 +10,7 @@ unsaved model instances, turned into manifests like the saved ones.
 from __future__ import annotations
 
 import copy
+import dataclasses
 import io
 import math
 import re
@@ -32,7 +33,7 @@ from console.fleet.models import EC2NodeClass, NodeClaim, NodePool
 from packing import kubeobjects, plan_cli
 from packing.disruption import output as disruption_output
 from packing.disruption.engine import consolidate
-from packing.disruption.inputs import Extras, _extra, build_cluster, parse_extras
+from packing.disruption.inputs import Extras, _Bad, _extra, build_cluster
 from packing.instancetype import InstanceType
 from packing.kubeobjects import InputError, Inputs
 
@@ -55,6 +56,9 @@ class World:
     classes: list[EC2NodeClass]
     pending_keys: set[str] | None = None    # None: every unbound pod counts as pending (CLI semantics)
     now: datetime = field(default_factory=timezone.now)
+    # The workload parsed once: before/after and plan/consolidate share it (the engines never mutate
+    # parsed objects — consolidation re-solves the same ones many times), only the fleet is re-parsed.
+    parsed: tuple[Inputs, Extras] | None = field(default=None, repr=False, compare=False)
 
     def docs(self) -> list[Doc]:
         return [*self.workload,
@@ -66,7 +70,26 @@ class World:
         pools = [p for p in self.pools if pool is None or p.name != pool.name] + ([pool] if pool else [])
         classes = [c for c in self.classes if nodeclass is None or c.name != nodeclass.name]
         classes += [nodeclass] if nodeclass else []
-        return World(workload if workload is not None else self.workload, pools, classes, self.pending_keys, self.now)
+        if workload is None and self.parsed is None:
+            self.parsed = _parse(self.workload)  # parse once, share with the copy
+        return World(workload if workload is not None else self.workload, pools, classes, self.pending_keys, self.now,
+                     self.parsed if workload is None else None)
+
+    def fleet_docs(self) -> list[Doc]:
+        return [*(manifests.nodepool_to_manifest(p.field_values()) for p in self.pools),
+                *(manifests.nodeclass_to_manifest(c.field_values()) for c in self.classes)]
+
+    def inputs(self) -> tuple[Inputs, Extras]:
+        """Fresh engine inputs: the cached workload (containers copied, objects shared) plus the fleet."""
+        if self.parsed is None:
+            self.parsed = _parse(self.workload)
+        base, base_ex = self.parsed
+        inputs = Inputs(**{f.name: copy.copy(getattr(base, f.name)) for f in dataclasses.fields(Inputs)})
+        extras = Extras()
+        for name, value in vars(base_ex).items():
+            setattr(extras, name, copy.copy(value))
+        _parse(self.fleet_docs(), inputs, extras)
+        return inputs, extras
 
 
 def _key(doc: Mapping[str, Any]) -> str:
@@ -87,8 +110,10 @@ def live_world(*, cluster: ClusterBackend | None = None, now: datetime | None = 
     return World(workload, list(NodePool.objects.all()), list(EC2NodeClass.objects.all()), pending, now or timezone.now())
 
 
-def _parse(docs: Sequence[Mapping[str, Any]]) -> tuple[Inputs, Extras]:
-    inputs, extras = Inputs(), Extras()
+def _parse(docs: Sequence[Mapping[str, Any]], inputs: Inputs | None = None,
+           extras: Extras | None = None) -> tuple[Inputs, Extras]:
+    inputs = inputs if inputs is not None else Inputs()
+    extras = extras if extras is not None else Extras()
     for doc in docs:
         try:
             kubeobjects._add_object(doc, inputs)
@@ -125,7 +150,7 @@ def _catalog(world: World) -> list[InstanceType]:
 
 
 def run_plan(world: World, catalog: Sequence[InstanceType] | None = None) -> dict[str, Any]:
-    inputs, _ = _parse(world.docs())
+    inputs, _ = world.inputs()
     if world.pending_keys is not None:
         inputs.pending = [p for p in inputs.pending if p.key in world.pending_keys]
     return plan_cli.render_json(plan_cli.plan_from_inputs(inputs, catalog if catalog is not None else _catalog(world)))
@@ -135,7 +160,7 @@ def run_world(world: World) -> Outcome:
     started = time.perf_counter()
     catalog = _catalog(world)
     plan = run_plan(world, catalog)
-    inputs, extras = _parse(world.docs())
+    inputs, extras = world.inputs()
     report = consolidate(build_cluster(inputs, extras, catalog), world.now)
     return Outcome(plan, disruption_output.render_json(report), time.perf_counter() - started)
 
@@ -338,7 +363,7 @@ def why_pending(namespace: str, name: str, *, cluster: ClusterBackend | None = N
         return {"pod": key, "pending": False, "node": pod["spec"]["nodeName"], "pools": []}
     # Ask about this pod even if the scheduler has not marked it Unschedulable yet.
     world = World(world.workload, world.pools, world.classes,
-                  None if world.pending_keys is None else world.pending_keys | {key}, world.now)
+                  None if world.pending_keys is None else world.pending_keys | {key}, world.now, world.parsed)
     catalog = _catalog(world)
     plan = run_plan(world, catalog)
     entry = next((u for u in plan["unschedulable"] if u["pod"] == key), None)
@@ -395,7 +420,7 @@ def apply_suggestion(world: World, namespace: str, name: str, suggestion: str) -
     pod = _find(world.workload, "Pod", key)
     assert pod is not None
     world = World(world.workload, world.pools, world.classes,
-                  None if world.pending_keys is None else world.pending_keys | {key}, world.now)
+                  None if world.pending_keys is None else world.pending_keys | {key}, world.now, world.parsed)
     catalog = _catalog(world)
     plan = run_plan(world, catalog)
     entry = next(u for u in plan["unschedulable"] if u["pod"] == key)
@@ -425,7 +450,7 @@ def why_node(name: str, *, cluster: ClusterBackend | None = None, now: datetime 
     if _find(world.workload, "Node", name) is None:
         raise NotFound(f"node {name} not found")
     catalog = _catalog(world)
-    inputs, extras = _parse(world.docs())
+    inputs, extras = world.inputs()
     report = disruption_output.render_json(consolidate(build_cluster(inputs, extras, catalog), world.now))
     for order, action in enumerate(report["actions"], 1):
         if name in action["nodes"]:
@@ -449,7 +474,8 @@ def _category(reason: str) -> str:
 
 
 def _cheapest(reason: str) -> dict[str, Any] | None:
-    m = re.search(r"cheapest (?:option |replacement )?(?P<type>[\w.-]+)[^$]*\$(?P<price>[\d.]+)", reason)
+    # The engine's wording: "no cheaper replacement: cheapest fitting option m5.large on-demand at $0.096/h ≥ …"
+    m = re.search(r"cheapest fitting option (?P<type>[\w.-]+)[^$]*\$(?P<price>[\d.]+)", reason)
     return {"instance_type": m["type"], "price_per_hour": float(m["price"])} if m else None
 
 
@@ -468,15 +494,57 @@ def snapshot_create(*, name: str, files: Sequence[tuple[str, str]], user: Any = 
                                    created_by=user if getattr(user, "is_authenticated", False) else None)
 
 
+def parse_snapshot(files: Sequence[tuple[str, str]], inputs: Inputs | None = None,
+                   extras: Extras | None = None) -> tuple[Inputs, Extras]:
+    """What `kubeobjects.parse_documents` + `inputs.parse_extras` do for each file, with the YAML loaded
+    once instead of twice (a 20 MB snapshot spends most of its time in the YAML loader). The error
+    messages are the CLI's: `file: document N (Kind name): field.path: message`."""
+    inputs = inputs if inputs is not None else Inputs()
+    extras = extras if extras is not None else Extras()
+    for filename, text in files:
+        # The CLI reads a file's objects first and its disruption extras second: an extras error is
+        # reported only if the whole file parsed, so hold it until the end of the file.
+        extras_error: InputError | None = None
+        for index, doc in kubeobjects.documents(text, filename):
+            where = f"{filename}: document {index}"
+            if not isinstance(doc, Mapping) or "apiVersion" not in doc or "kind" not in doc:
+                missing = "apiVersion" if not isinstance(doc, Mapping) or "apiVersion" not in doc else "kind"
+                raise InputError(f"{where}: {missing}: not a Kubernetes object (needs apiVersion and kind)")
+            items: list[tuple[str, Any]]
+            if doc.get("kind") == "List" or str(doc.get("kind", "")).endswith("List") and "items" in doc:
+                raw = doc.get("items")
+                if raw is None:
+                    raw = []
+                if not isinstance(raw, list):
+                    raise InputError(f"{where}: items: must be a list")
+                items = [(f"items[{i}].", it) for i, it in enumerate(raw)]
+            else:
+                items = [("", doc)]
+            for prefix, item in items:
+                if not isinstance(item, Mapping) or "apiVersion" not in item or "kind" not in item:
+                    raise InputError(f"{where}: {prefix or ''}apiVersion: not a Kubernetes object (needs apiVersion and kind)")
+                meta = item.get("metadata")
+                name = meta.get("name") if isinstance(meta, Mapping) else None
+                label = f" ({item.get('kind')} {name})" if name else f" ({item.get('kind')})"
+                try:
+                    kubeobjects._add_object(item, inputs)
+                except kubeobjects._FieldError as e:
+                    raise InputError(f"{where}{label}: {prefix}{e.path}: {e.message}") from None
+                try:
+                    _extra(item, prefix, extras)
+                except _Bad as e:
+                    extras_error = extras_error or InputError(f"{where}{label}: {e.path}: {e.message}")
+        if extras_error is not None:
+            raise extras_error
+    return inputs, extras
+
+
 def snapshot_validate(files: Sequence[tuple[str, str]]) -> None:
     """InputError naming file, document and field (the CLI's parser and message) when a file is bad."""
     total = sum(len(t.encode("utf-8")) for _, t in files)
     if total > MAX_SNAPSHOT_BYTES:
         raise InputError(f"{files[-1][0]}: snapshot is {total} bytes; the limit is {MAX_SNAPSHOT_BYTES}")
-    inputs, extras = Inputs(), Extras()
-    for filename, text in files:
-        kubeobjects.parse_documents(text, filename, inputs)
-        parse_extras(text, filename, extras)
+    parse_snapshot(files)
 
 
 SEPARATOR = "\n---\n"
@@ -495,17 +563,15 @@ def snapshot_replay(files: Sequence[tuple[str, str]], *, at: datetime, region: s
     """Exactly what `python -m packing plan FILES` and `python -m packing consolidate FILES --at AT` print."""
     region = region or settings.LOADMASTER_AWS_REGION
     started = time.perf_counter()
-    inp = Inputs()
-    for filename, text in files:
-        kubeobjects.parse_documents(text, filename, inp)
+    base, ex = parse_snapshot(files)
+    # plan_from_inputs and build_cluster each extend the lists they get (expand_workloads): give each
+    # its own containers over the same parsed objects, as two CLI runs would have.
+    inp = Inputs(**{f.name: copy.copy(getattr(base, f.name)) for f in dataclasses.fields(Inputs)})
+    inp2 = Inputs(**{f.name: copy.copy(getattr(base, f.name)) for f in dataclasses.fields(Inputs)})
     catalog = plan_cli.resolve_catalog(inp, Inputs(), region, io.StringIO())
     if catalog is None:
         raise InputError(f"no instance catalog for region {region}")
     plan = plan_cli.render_json(plan_cli.plan_from_inputs(inp, catalog))
-    inp2, ex = Inputs(), Extras()
-    for filename, text in files:
-        kubeobjects.parse_documents(text, filename, inp2)
-        parse_extras(text, filename, ex)
     report = consolidate(build_cluster(inp2, ex, catalog), at)
     return {"plan": plan, "consolidate": disruption_output.render_json(report),
             "seconds": round(time.perf_counter() - started, 3)}

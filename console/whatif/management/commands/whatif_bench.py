@@ -16,7 +16,7 @@ class Command(BaseCommand):
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("--nodes", type=int, default=500)
         parser.add_argument("--pods", type=int, default=5000)
-        parser.add_argument("--pending", type=int, default=300)
+        parser.add_argument("--pending", type=int, default=50)
         parser.add_argument("--repeat", type=int, default=3)
 
     def handle(self, *args: Any, **options: Any) -> None:

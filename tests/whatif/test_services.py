@@ -1,0 +1,126 @@
+"""Preview, why-pending and why-node over a simulated cluster: read-only, and suggestions verified."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from django.apps import apps
+
+from console.fleet.models import NodePool
+from console.whatif import services as whatif
+from tests.whatif.conftest import add_pod
+
+
+def row_counts() -> dict[str, int]:
+    return {m._meta.label: m.objects.count() for m in apps.get_models()}
+
+
+def test_preview_never_writes(world: Any) -> None:
+    before = row_counts()
+    pool = NodePool.objects.get(name="general")
+    values = {**pool.field_values(), "limits": {"cpu": "2"}}
+    result = whatif.preview_nodepool_change(values=values, name="general", cluster=world.cluster, now=world.clock())
+    assert row_counts() == before
+    assert NodePool.objects.get(name="general").limits == {"cpu": "16"}
+    # 4 pods × 1 cpu do not fit under a 2-cpu limit: some become unschedulable, with the limit as reason.
+    assert not result["before"]["unschedulable"]
+    assert result["becomes_unschedulable"]
+    reasons = [r["reason"] for p in result["becomes_unschedulable"] for r in p["reasons"] if r["nodepool"] == "general"]
+    assert reasons and all("limit cpu" in r for r in reasons)
+    assert result["before"]["launch"] and result["before"]["lower_bound_per_hour"] is not None
+    assert result["after"]["cost_per_hour_launch"] <= result["before"]["cost_per_hour_launch"]
+
+
+def test_why_pending_suggests_tolerating_a_taint(world: Any) -> None:
+    add_pod(world, "trainer", namespace="ml", cpu="2", memory="4Gi",
+            node_selector={"karpenter.k8s.aws/instance-category": "g"})
+    before = row_counts()
+    answer = whatif.why_pending("ml", "trainer", cluster=world.cluster, now=world.clock())
+    assert row_counts() == before
+    rows = {r["nodepool"]: r for r in answer["pools"]}
+    assert rows["gpu"]["suggestion"] == "tolerate nvidia.com/gpu" and rows["gpu"]["verified"]
+    assert rows["general"]["suggestion"] == "allow instance-category g in pool general"
+    # Applying each suggestion (in memory) really makes the pod schedulable.
+    live = whatif.live_world(cluster=world.cluster, now=world.clock())
+    for row in rows.values():
+        changed = whatif.apply_suggestion(live, "ml", "trainer", row["suggestion"])
+        plan = whatif.run_plan(changed)
+        assert "ml/trainer" not in {u["pod"] for u in plan["unschedulable"]}
+
+
+def test_why_pending_finds_the_smallest_limit(world: Any) -> None:
+    add_pod(world, "big", namespace="shop", cpu="20", memory="8Gi")
+    answer = whatif.why_pending("shop", "big", cluster=world.cluster, now=world.clock())
+    rows = {r["nodepool"]: r for r in answer["pools"]}
+    suggestion = rows["general"]["suggestion"]
+    assert suggestion and suggestion.startswith("raise cpu limit of pool general from 16 to "), rows
+    wanted = int(suggestion.rsplit(" ", 1)[1])
+    live = whatif.live_world(cluster=world.cluster, now=world.clock())
+    assert "shop/big" not in {u["pod"] for u in whatif.run_plan(
+        whatif.apply_suggestion(live, "shop", "big", suggestion))["unschedulable"]}
+    # One less is not enough: the suggestion is the smallest.
+    smaller = f"raise cpu limit of pool general from 16 to {wanted - 1}"
+    assert "shop/big" in {u["pod"] for u in whatif.run_plan(
+        whatif.apply_suggestion(live, "shop", "big", smaller))["unschedulable"]}
+
+
+def karpenter_node(name: str, itype: str = "m5.2xlarge") -> dict[str, Any]:
+    from tests.simulation.conftest import node
+
+    doc = node(name, cpu="8", memory="30Gi", labels={
+        "karpenter.sh/nodepool": "general", "node.kubernetes.io/instance-type": itype,
+        "karpenter.sh/capacity-type": "on-demand", "topology.kubernetes.io/zone": "us-east-1a"})
+    doc["metadata"]["creationTimestamp"] = "2026-01-01T00:00:00Z"
+    return doc
+
+
+def test_why_node_explains_candidates_and_blockers(world: Any) -> None:
+    world.cluster.apply(karpenter_node("idle"))
+    world.cluster.apply(karpenter_node("pinned"))
+    add_pod(world, "keep", namespace="ops", node_name="pinned", cpu="1", memory="1Gi",
+            extra=None, labels={"app": "keep"})
+    pod = next(p for p in world.cluster.list_pods()[0] if p["metadata"]["name"] == "keep")
+    pod["metadata"].setdefault("annotations", {})["karpenter.sh/do-not-disrupt"] = "true"
+    world.cluster.apply(pod)
+    before = row_counts()
+    idle = whatif.why_node("idle", cluster=world.cluster, now=world.clock())
+    pinned = whatif.why_node("pinned", cluster=world.cluster, now=world.clock())
+    assert row_counts() == before
+    assert idle["candidate"] and idle["savings_per_hour"] > 0 and idle["action"]["type"] == "delete", idle
+    assert not pinned["candidate"] and "do-not-disrupt" in pinned["blocked_by"], pinned
+    assert pinned["category"] == "do-not-disrupt"
+
+
+def test_preview_leaves_expired_unavailable_offerings_alone(world: Any) -> None:
+    """The provision loop prunes expired offerings; a preview reads only the live ones and deletes nothing."""
+    from datetime import timedelta
+
+    from console.control.models import UnavailableOffering
+
+    UnavailableOffering.objects.create(instance_type="m5.large", zone="us-east-1a", capacity_type="on-demand",
+                                       reason="ICE", expires_at=world.clock() - timedelta(minutes=5))
+    before = row_counts()
+    whatif.preview_nodepool_change(values={"weight": 50}, name="general", cluster=world.cluster, now=world.clock())
+    assert row_counts() == before
+
+
+def test_bench_runs_small(db: Any) -> None:
+    from console.whatif import bench
+
+    figures = bench.run(nodes=20, pods=200, pending=20, repeat=1)
+    assert figures["seconds_median"] > 0 and figures["nodes"] == 20
+
+
+@pytest.mark.parametrize(("reason", "category"), [
+    ("pdb default/web blocks eviction of default/web-2", "PodDisruptionBudget"),
+    ("pod default/batch-1 has do-not-disrupt", "do-not-disrupt"),
+    ("budget 0 nodes for Underutilized until 2026-12-01T06:00Z", "budget window"),
+    ("consolidateAfter 5m has not passed since the last pod change at 2026-11-30T06:00Z (until …)", "consolidateAfter"),
+    ("no cheaper replacement: cheapest fitting option m5.large on-demand at $0.096/h ≥ current $0.096/h",
+     "no cheaper replacement"),
+])
+def test_blocker_categories(reason: str, category: str) -> None:
+    assert whatif._category(reason) == category
+    if category == "no cheaper replacement":
+        assert whatif._cheapest(reason) == {"instance_type": "m5.large", "price_per_hour": 0.096}
