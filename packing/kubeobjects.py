@@ -592,7 +592,9 @@ def documents(text: str, filename: str) -> Iterator[tuple[int, Any]]:
         raise InputError(f"{filename}: document {index + 1}: invalid YAML{where}: {problem}") from None
 
 
-def parse_documents(text: str, filename: str, out: Inputs) -> None:
+def kubernetes_objects(text: str, filename: str) -> Iterator[tuple[str, str, Mapping[str, Any]]]:
+    """Every Kubernetes object of a text, `kind: List` items included, as (where, prefix, object):
+    `where` names the file and document, `prefix` the item inside a List — the parts of an error message."""
     for index, doc in documents(text, filename):
         where = f"{filename}: document {index}"
         if not isinstance(doc, Mapping) or "apiVersion" not in doc or "kind" not in doc:
@@ -613,14 +615,22 @@ def parse_documents(text: str, filename: str, out: Inputs) -> None:
                 raise InputError(
                     f"{where}: {prefix or ''}apiVersion: not a Kubernetes object (needs apiVersion and kind)"
                 )
-            try:
-                _add_object(item, out)
-            except _FieldError as e:
-                kind = item.get("kind")
-                meta = item.get("metadata")
-                name = meta.get("name") if isinstance(meta, Mapping) else None
-                label = f" ({kind} {name})" if name else f" ({kind})"
-                raise InputError(f"{where}{label}: {prefix}{e.path}: {e.message}") from None
+            yield where, prefix, item
+
+
+def object_label(item: Mapping[str, Any]) -> str:
+    """' (Kind name)' for error messages."""
+    meta = item.get("metadata")
+    name = meta.get("name") if isinstance(meta, Mapping) else None
+    return f" ({item.get('kind')} {name})" if name else f" ({item.get('kind')})"
+
+
+def parse_documents(text: str, filename: str, out: Inputs) -> None:
+    for where, prefix, item in kubernetes_objects(text, filename):
+        try:
+            _add_object(item, out)
+        except _FieldError as e:
+            raise InputError(f"{where}{object_label(item)}: {prefix}{e.path}: {e.message}") from None
 
 
 def read_text(path: str) -> str:

@@ -505,35 +505,16 @@ def parse_snapshot(files: Sequence[tuple[str, str]], inputs: Inputs | None = Non
         # The CLI reads a file's objects first and its disruption extras second: an extras error is
         # reported only if the whole file parsed, so hold it until the end of the file.
         extras_error: InputError | None = None
-        for index, doc in kubeobjects.documents(text, filename):
-            where = f"{filename}: document {index}"
-            if not isinstance(doc, Mapping) or "apiVersion" not in doc or "kind" not in doc:
-                missing = "apiVersion" if not isinstance(doc, Mapping) or "apiVersion" not in doc else "kind"
-                raise InputError(f"{where}: {missing}: not a Kubernetes object (needs apiVersion and kind)")
-            items: list[tuple[str, Any]]
-            if doc.get("kind") == "List" or str(doc.get("kind", "")).endswith("List") and "items" in doc:
-                raw = doc.get("items")
-                if raw is None:
-                    raw = []
-                if not isinstance(raw, list):
-                    raise InputError(f"{where}: items: must be a list")
-                items = [(f"items[{i}].", it) for i, it in enumerate(raw)]
-            else:
-                items = [("", doc)]
-            for prefix, item in items:
-                if not isinstance(item, Mapping) or "apiVersion" not in item or "kind" not in item:
-                    raise InputError(f"{where}: {prefix or ''}apiVersion: not a Kubernetes object (needs apiVersion and kind)")
-                meta = item.get("metadata")
-                name = meta.get("name") if isinstance(meta, Mapping) else None
-                label = f" ({item.get('kind')} {name})" if name else f" ({item.get('kind')})"
-                try:
-                    kubeobjects._add_object(item, inputs)
-                except kubeobjects._FieldError as e:
-                    raise InputError(f"{where}{label}: {prefix}{e.path}: {e.message}") from None
-                try:
-                    _extra(item, prefix, extras)
-                except _Bad as e:
-                    extras_error = extras_error or InputError(f"{where}{label}: {e.path}: {e.message}")
+        for where, prefix, item in kubeobjects.kubernetes_objects(text, filename):
+            label = kubeobjects.object_label(item)
+            try:
+                kubeobjects._add_object(item, inputs)
+            except kubeobjects._FieldError as e:
+                raise InputError(f"{where}{label}: {prefix}{e.path}: {e.message}") from None
+            try:
+                _extra(item, prefix, extras)
+            except _Bad as e:
+                extras_error = extras_error or InputError(f"{where}{label}: {e.path}: {e.message}")
         if extras_error is not None:
             raise extras_error
     return inputs, extras

@@ -5,9 +5,6 @@ test-artifacts/dashboards-*.png."""
 from __future__ import annotations
 
 import os
-import shutil
-import tempfile
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -15,8 +12,8 @@ import pytest
 from django.utils import timezone
 
 from tests.dashboards.conftest import build_fleet, build_history
+from tests.web.test_browser import CHROMIUM, DRIVER, browser  # noqa: F401 - the shared Chromium fixture
 
-CHROMIUM, DRIVER = "/usr/bin/chromium", "/usr/bin/chromedriver"
 ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
 
 pytestmark = [
@@ -49,25 +46,6 @@ return out;
 """
 
 
-@pytest.fixture
-def browser() -> Iterator[Any]:
-    from selenium import webdriver
-    from selenium.webdriver.chrome.service import Service
-
-    os.environ["SE_AVOID_STATS"] = "true"
-    profile = tempfile.mkdtemp(prefix="lm-chromium-")
-    options = webdriver.ChromeOptions()
-    options.binary_location = CHROMIUM
-    for flag in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
-                 "--disable-background-networking", "--disable-component-update", "--disable-sync",
-                 "--no-first-run", "--disable-quic", f"--user-data-dir={profile}", "--window-size=1440,1000"):
-        options.add_argument(flag)
-    driver = webdriver.Chrome(service=Service(DRIVER), options=options)
-    try:
-        yield driver
-    finally:
-        driver.quit()
-        shutil.rmtree(profile, ignore_errors=True)
 
 
 def shot(driver: Any, name: str) -> None:
@@ -88,7 +66,7 @@ def wait_charts(driver: Any, expected: dict[str, int]) -> dict[str, Any]:
 
 
 @pytest.mark.django_db(transaction=True)
-def test_dashboards_in_browser(browser: Any, live_server: Any) -> None:
+def test_dashboards_in_browser(browser: Any, live_server: Any) -> None:  # noqa: F811
     from django.contrib.auth.models import Group, User
     from selenium.webdriver.common.by import By
     from selenium.webdriver.support import expected_conditions as EC
