@@ -384,6 +384,18 @@ def _meta(doc: Mapping[str, Any]) -> tuple[Mapping[str, Any], str, str]:
     return meta, name, ns
 
 
+def _template_pod(spec: Mapping[str, Any], name: str, namespace: str) -> Pod:
+    """The pod a DaemonSet or workload stamps out from spec.template."""
+    tmpl = _obj(spec.get("template"), "spec.template")
+    return parse_pod_spec(
+        _obj(tmpl.get("metadata"), "spec.template.metadata"),
+        _obj(tmpl.get("spec"), "spec.template.spec"),
+        "spec.template.",
+        name=name,
+        namespace=namespace,
+    )
+
+
 def _add_object(doc: Mapping[str, Any], out: Inputs) -> None:
     api = _str(doc.get("apiVersion"), "apiVersion", required=True)
     kind = _str(doc.get("kind"), "kind", required=True)
@@ -512,26 +524,12 @@ def _add_object(doc: Mapping[str, Any], out: Inputs) -> None:
     elif kind == "DaemonSet" and group == "apps":
         meta, name, ns = _meta(doc)
         spec = _obj(doc.get("spec"), "spec")
-        tmpl = _obj(spec.get("template"), "spec.template")
-        pod = parse_pod_spec(
-            _obj(tmpl.get("metadata"), "spec.template.metadata"),
-            _obj(tmpl.get("spec"), "spec.template.spec"),
-            "spec.template.",
-            name=name,
-            namespace=ns,
-        )
+        pod = _template_pod(spec, name, ns)
         out.daemonsets.append(DaemonSet(ns, name, pod))
     elif (group, kind) in WORKLOAD_KINDS:
         meta, name, ns = _meta(doc)
         spec = _obj(doc.get("spec"), "spec")
-        tmpl = _obj(spec.get("template"), "spec.template")
-        pod = parse_pod_spec(
-            _obj(tmpl.get("metadata"), "spec.template.metadata"),
-            _obj(tmpl.get("spec"), "spec.template.spec"),
-            "spec.template.",
-            name=name,
-            namespace=ns,
-        )
+        pod = _template_pod(spec, name, ns)
         if kind == "Job":
             # a Job runs `parallelism` pods at once (default 1), never more than it has completions left
             replicas = _int(spec.get("parallelism"), "spec.parallelism", 1)

@@ -32,7 +32,6 @@ import numpy.typing as npt
 
 from packing.instancetype import CAPACITY_TYPE_SPOT, Offering
 from packing.pods import Pod
-from packing.resources import CPU, MEMORY
 from packing.scheduling.scheduler import (
     NodeClaim,
     PodContext,
@@ -42,6 +41,7 @@ from packing.scheduling.scheduler import (
     TypeOption,
     _fits,
     _Solve,
+    largest_first,
 )
 from packing.taints import first_untolerated
 
@@ -159,15 +159,7 @@ class _Baseline:
 
     def run(self) -> Results:
         sv = self.sv
-        order = sorted(
-            sv.ctxs,
-            key=lambda c: (
-                -c.pod.requests.get(CPU, 0),
-                -c.pod.requests.get(MEMORY, 0),
-                c.pod.namespace,
-                c.pod.name,
-            ),
-        )
+        order = largest_first(sv.ctxs)
         failed: list[PodContext] = []
         for ctx in order:
             while True:

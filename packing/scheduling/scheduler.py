@@ -49,6 +49,14 @@ Vec = tuple[int, ...]
 MAX_OPTIONS = 60
 
 
+def largest_first(ctxs: Sequence[PodContext]) -> list[PodContext]:
+    """Pods by cpu, then memory, largest first; names break ties so the plan is deterministic."""
+    return sorted(
+        ctxs,
+        key=lambda c: (-c.pod.requests.get(CPU, 0), -c.pod.requests.get(MEMORY, 0), c.pod.namespace, c.pod.name),
+    )
+
+
 def _fits(a: Vec, b: Vec) -> bool:
     for x, y in zip(a, b, strict=True):
         if x > y:
@@ -1143,15 +1151,7 @@ class _Solve:
 
     def run(self, lower_bound: bool) -> Results:
         self._compute_size_caps([c for c in self.ctxs if self._is_constrained(c)])
-        order = sorted(
-            self.ctxs,
-            key=lambda c: (
-                -c.pod.requests.get(CPU, 0),
-                -c.pod.requests.get(MEMORY, 0),
-                c.pod.namespace,
-                c.pod.name,
-            ),
-        )
+        order = largest_first(self.ctxs)
         simple: list[PodContext] = []
         failed: list[PodContext] = []
         for ctx in order:
