@@ -16,6 +16,12 @@ def _cut(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
+def _escape(text: str) -> str:
+    # Slack's mrkdwn reads <...> as links and mentions: free text (pod names, the engine's reasons)
+    # must not be able to turn into one.
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
 def build(*, title: str, state: str, fields: dict[str, str], details: list[str], nodepool: str,
           at: datetime, link: str) -> tuple[str, list[dict[str, Any]]]:
     """Return (plain-text fallback, blocks). ``state`` is fired/repeated/resolved/test."""
@@ -28,7 +34,7 @@ def build(*, title: str, state: str, fields: dict[str, str], details: list[str],
         {"type": "section", "fields": [{"type": "mrkdwn", "text": _cut(f"*{k}*\n{v}", MAX_FIELD)} for k, v in items]},
     ]
     if details:
-        blocks.append({"type": "section", "text": {"type": "mrkdwn", "text": _cut("\n".join(f"• {d}" for d in details),
+        blocks.append({"type": "section", "text": {"type": "mrkdwn", "text": _cut("\n".join(f"• {_escape(d)}" for d in details),
                                                                                  MAX_SECTION)}})
     blocks.append({"type": "context", "elements": [
         {"type": "mrkdwn", "text": f"NodePool: *{nodepool or 'cluster'}*"},

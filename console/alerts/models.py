@@ -1,4 +1,6 @@
-"""Alert channels (where), rules (what), state per (rule, scope) and the delivery history."""
+"""Alert channels (where), rules (what), state per (rule, scope), the delivery history, and the two
+observations rules need a clock for: how long each pending pod has waited and how long each
+consolidation has been blocked."""
 
 from __future__ import annotations
 
@@ -72,7 +74,9 @@ class AlertRule(models.Model):
     metric = models.CharField(max_length=16, choices=METRICS, blank=True, default="",
                               help_text="Budget: cost per hour or forecast. Efficiency: CPU or memory.")
     # Meaning by kind: $/h or $ (budget), % above baseline (spike), % efficiency (efficiency),
-    # pods (stuck), interruptions per hour, $/day saved (stranded).
+    # pods (stuck), interruptions per hour, $/day saved per blocked move (stranded).
+    # window_minutes: the evaluation window; for stuck pods how long each pod must have been pending,
+    # for stranded savings how long a move must have been blocked.
     threshold = models.DecimalField(max_digits=14, decimal_places=4)
     window_minutes = models.PositiveIntegerField(default=10)
     cooldown_minutes = models.PositiveIntegerField(default=60)
@@ -91,13 +95,11 @@ class AlertRule(models.Model):
 
 
 class AlertState(models.Model):
-    """Lifecycle memory for one (rule, scope): what was last sent and since when it holds."""
+    """Lifecycle memory for one (rule, scope): whether it is firing and when it last sent."""
 
     rule = models.ForeignKey(AlertRule, on_delete=models.CASCADE, related_name="states")
     scope = models.CharField(max_length=63)
     firing = models.BooleanField(default=False)
-    # When the condition started to hold; rules needing "true for N" fire once this is old enough.
-    holding_since = models.DateTimeField(null=True, blank=True)
     last_sent_at = models.DateTimeField(null=True, blank=True)
     last_value = models.CharField(max_length=100, blank=True, default="")
 
@@ -124,3 +126,45 @@ class AlertEvent(models.Model):
 
     class Meta:
         ordering = ["-at", "-id"]
+
+
+class PendingPod(models.Model):
+    """One pod the cluster reports unschedulable, and since when, as the alert tick observed it.
+
+    Rows outlive the pending stretch (``left_at`` set) for a day so that a pod seen scheduled and then
+    pending again is recognised and its clock restarts, instead of inheriting its creation time.
+    """
+
+    key = models.CharField("namespace/name", max_length=320, unique=True)
+    uid = models.CharField(max_length=64, blank=True, default="")
+    created = models.DateTimeField(null=True, blank=True)      # metadata.creationTimestamp, when given
+    since = models.DateTimeField()                             # start of the current pending stretch
+    last_seen = models.DateTimeField()
+    left_at = models.DateTimeField(null=True, blank=True)      # first tick that found it no longer pending
+    # NodePools its nodeSelector / required node affinity pins it to (karpenter.sh/nodepool); empty: any.
+    pinned_pools = models.JSONField(default=list, blank=True)
+
+    class Meta:
+        ordering = ["since", "key"]
+
+    def __str__(self) -> str:
+        return self.key
+
+
+class StrandedMove(models.Model):
+    """A node the disruption engine would consolidate for a saving but may not (a PDB, a
+    do-not-disrupt pod or node, a disruption budget), kept while the block lasts."""
+
+    node = models.CharField(max_length=253, unique=True)
+    nodepool = models.CharField("NodePool", max_length=63, blank=True, default="")
+    blocked_by = models.CharField(max_length=16)               # pdb | do-not-disrupt | budget
+    reason = models.TextField()                                # the engine's why-not text
+    savings_per_hour = models.DecimalField(max_digits=14, decimal_places=6)
+    first_seen = models.DateTimeField()                        # the "blocked for N hours" clock
+    last_seen = models.DateTimeField()
+
+    class Meta:
+        ordering = ["first_seen", "node"]
+
+    def __str__(self) -> str:
+        return f"{self.node} ({self.blocked_by})"

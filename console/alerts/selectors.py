@@ -8,12 +8,13 @@ from __future__ import annotations
 
 import calendar
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from decimal import Decimal
 from typing import Any
 
+from console.alerts.models import PendingPod, StrandedMove
 from console.control.models import MetricSample
 from console.fleet.models import Decision
 
@@ -28,17 +29,6 @@ class Evaluation:
     change: str = "—"
     window: str = "—"
     details: list[str] = field(default_factory=list)
-    # Rules phrased "for N" fire only after the condition held this long (stranded savings).
-    hold: timedelta = timedelta(0)
-
-
-@dataclass(frozen=True)
-class BlockedMove:
-    """A consolidation the engine would make but may not: what it would save and what blocks it."""
-
-    node: str
-    reason: str
-    savings_per_day: Decimal
 
 
 def _money(x: Decimal | float) -> str:
@@ -113,28 +103,82 @@ def evaluate_efficiency(samples: Sequence[Any], *, resource: str, threshold_pct:
                       change=f"{value - float(threshold_pct):+.1f} pts", window=f"{window_minutes} min")
 
 
-def evaluate_stuck(samples: Sequence[Any], decisions: Iterable[Any], *, min_pods: Decimal, window_minutes: int,
-                   scope: str) -> Evaluation:
-    """Pods pending in every minute of the window; the message names the top reasons and pods."""
-    pending = [s.pods_pending for s in samples]
-    covered = len(pending) >= max(window_minutes, 1)
-    firing = covered and all(p > 0 for p in pending) and (pending[-1] if pending else 0) >= max(min_pods, 1)
+def _age(delta: timedelta) -> str:
+    minutes = int(delta.total_seconds() // 60)
+    if minutes < 60:
+        return f"{minutes} min"
+    if minutes < 48 * 60:
+        return f"{minutes // 60} h {minutes % 60:02d} min"
+    return f"{minutes // 1440} d {minutes % 1440 // 60} h"
+
+
+def _count(x: Decimal) -> str:
+    return f"{x.normalize():f}"
+
+
+def _short(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def is_mismatch(reason: str) -> bool:
+    """An engine reason (packing/scheduling/reasons.py) saying the pod was never meant for that pool
+    — it does not tolerate the pool's taint, or its requirements contradict the pool's — as opposed
+    to a pool that could take it but cannot now (limits, sizes, offerings, topology)."""
+    return (reason.startswith("taint ") and reason.endswith(" not tolerated")) or (
+        reason.startswith("requirement ")
+        and (" conflicts with nodepool requirement " in reason or reason.endswith(" is not satisfied by the nodepool's labels")))
+
+
+WAITING = "waiting for the provisioner"
+
+
+def pod_in_pool(pool: str, *, pinned: Sequence[str], verdict: Sequence[dict[str, str]]) -> bool:
+    """Whether a pending pod counts toward a NodePool-scoped rule: pinned to the pool by its
+    nodeSelector / required node affinity, or, unpinned, given a reason by the pool that is not a
+    mismatch. An unpinned pod without a verdict yet belongs to no pool (only to the cluster)."""
+    if pinned:
+        return pool in pinned
+    return any(r.get("nodepool") == pool and not is_mismatch(str(r.get("reason", ""))) for r in verdict)
+
+
+def pod_reasons(pool: str, *, verdict: Sequence[dict[str, str]] | None) -> list[str]:
+    """The reasons worth reading for one pod, as "nodepool P: reason": the pool's own for a pool
+    scope; otherwise those of the pools that could take it, or all of them when none could."""
+    if verdict is None:
+        return [WAITING]
+    items = [(str(r.get("nodepool", "")), str(r.get("reason", ""))) for r in verdict]
+    mine = [(np, r) for np, r in items if np == pool] if pool else []
+    chosen = mine or [(np, r) for np, r in items if not is_mismatch(r)] or items
+    return [f"nodepool {np}: {r}" if np else r for np, r in chosen] or ["no NodePool can take it"]
+
+
+def evaluate_stuck(pods: Sequence[Any], verdicts: Mapping[str, Sequence[dict[str, str]]], *, min_pods: Decimal,
+                   minutes: int, nodepool: str, scope: str, now: datetime) -> Evaluation:
+    """A pod is stuck when it has been pending for more than ``minutes`` since its own pending
+    stretch began (``since``); the rule fires when at least ``min_pods`` are. ``pods`` are the
+    currently pending rows (key, since, pinned_pools); ``verdicts`` the latest unschedulable reasons
+    per pod key, [{nodepool, reason}]."""
+    limit = timedelta(minutes=minutes)
+    in_scope = [p for p in pods
+                if not nodepool or pod_in_pool(nodepool, pinned=p.pinned_pools or [], verdict=verdicts.get(p.key, []))]
+    stuck = sorted((p for p in in_scope if now - p.since > limit), key=lambda p: (p.since, p.key))
+    needed = max(min_pods, Decimal(1))     # "at least 0 pods" would page forever
     reasons: Counter[str] = Counter()
-    if samples:
-        reasons.update({k: int(v) for k, v in (samples[-1].unschedulable_reasons or {}).items()})
-    pods: list[str] = []
-    for d in decisions:
-        for p in d.pods or []:
-            name = p if isinstance(p, str) else str(p.get("name", p)) if isinstance(p, dict) else str(p)
-            if name not in pods:
-                pods.append(name)
-    details = [f"{n} × {r}" for r, n in reasons.most_common(5)]
-    if pods:
-        details.append("Pods: " + ", ".join(pods[:10]) + (f" and {len(pods) - 10} more" if len(pods) > 10 else ""))
-    return Evaluation(scope=scope, firing=firing, title=f"Pods stuck pending on {scope}",
-                      value=f"{pending[-1] if pending else 0} pods pending",
-                      threshold=f"≥ {min_pods} pods for {window_minutes} min", window=f"{window_minutes} min",
-                      details=details)
+    for p in stuck:
+        reasons.update(set(pod_reasons(nodepool, verdict=verdicts.get(p.key))))
+    # Sized for one Block Kit section (3,000 characters): 5 reasons and 8 pods, each line cut.
+    details = [f"{n} × {_short(r, 140)}" for r, n in reasons.most_common(5)]
+    for p in stuck[:8]:
+        why = pod_reasons(nodepool, verdict=verdicts.get(p.key))
+        more = f" (and {len(why) - 1} other NodePool{'s' if len(why) > 2 else ''})" if len(why) > 1 else ""
+        details.append(f"{_short(p.key, 70)} — {_age(now - p.since)} — {_short(why[0], 140)}{more}")
+    if len(stuck) > 8:
+        details.append(f"and {len(stuck) - 8} more")
+    oldest = f"longest {_age(now - stuck[0].since)}" if stuck else "—"
+    return Evaluation(scope=scope, firing=len(stuck) >= needed, title=f"Pods stuck pending on {scope}",
+                      value=f"{len(stuck)} stuck of {len(in_scope)} pending",
+                      threshold=f"≥ {_count(needed)} pods pending > {minutes} min", change=oldest,
+                      window=f"{minutes} min per pod", details=details)
 
 
 def evaluate_interruptions(count: int, *, threshold: Decimal, scope: str) -> Evaluation:
@@ -142,14 +186,26 @@ def evaluate_interruptions(count: int, *, threshold: Decimal, scope: str) -> Eva
                       value=f"{count} in the last hour", threshold=f"> {threshold} per hour", window="60 min")
 
 
-def evaluate_stranded(moves: Sequence[BlockedMove], *, min_savings_per_day: Decimal, hold_hours: float,
-                      scope: str) -> Evaluation:
-    worth = [m for m in moves if m.savings_per_day >= min_savings_per_day]
-    total = sum((m.savings_per_day for m in worth), Decimal(0))
-    details = [f"{m.node}: {m.reason} (saves {_money(m.savings_per_day)}/day)" for m in worth[:10]]
+def evaluate_stranded(moves: Sequence[Any], *, min_savings_per_day: Decimal, hold_minutes: int, scope: str,
+                      now: datetime) -> Evaluation:
+    """``moves``: blocked consolidations (node, nodepool, blocked_by, reason, savings_per_hour,
+    first_seen). One counts when it has been blocked for more than ``hold_minutes`` and would save at
+    least ``min_savings_per_day`` (its savings per hour × 24)."""
+    hold = timedelta(minutes=hold_minutes)
+    worth = sorted((m for m in moves
+                    if now - m.first_seen > hold and Decimal(m.savings_per_hour) * 24 >= min_savings_per_day),
+                   key=lambda m: (-Decimal(m.savings_per_hour), m.node))
+    total = sum((Decimal(m.savings_per_hour) * 24 for m in worth), Decimal(0))
+    details = [f"{_short(m.node, 80)} ({m.nodepool or 'no NodePool'}): {_short(m.reason, 160)} — saves "
+               f"{_money(Decimal(m.savings_per_hour) * 24)}/day ({_money(m.savings_per_hour)}/h), "
+               f"blocked {_age(now - m.first_seen)}" for m in worth[:10]]
+    if len(worth) > 10:
+        details.append(f"and {len(worth) - 10} more")
+    blockers = sorted({m.blocked_by for m in worth})
     return Evaluation(scope=scope, firing=bool(worth), title=f"Stranded savings on {scope}: consolidation blocked",
-                      value=f"{_money(total)}/day", threshold=f"≥ {_money(min_savings_per_day)}/day",
-                      window=f"blocked > {hold_hours:g} h", details=details, hold=timedelta(hours=hold_hours))
+                      value=f"{_money(total)}/day", threshold=f"≥ {_money(min_savings_per_day)}/day per move",
+                      change=f"{len(worth)} move(s) blocked by {', '.join(blockers)}" if worth else "—",
+                      window=f"blocked > {_age(hold)}", details=details)
 
 
 # --- queries --------------------------------------------------------------------------------------
@@ -169,52 +225,27 @@ def decisions_between(kind: str, nodepool: str, start: datetime, end: datetime) 
     return list(qs.order_by("-at"))
 
 
-def blocked_moves_from_ledger(nodepool: str, now: datetime) -> list[BlockedMove]:
-    """Blocked consolidations as the disruption loop records them: Decision rows of kind
-    disruption whose details carry ``blocked`` (reason) and ``savings_per_hour``, from the last
-    15 minutes so a move that is no longer blocked drops out."""
-    out: list[BlockedMove] = []
-    for d in decisions_between(Decision.DISRUPTION, nodepool, now - timedelta(minutes=15), now):
-        blocked = (d.details or {}).get("blocked")
-        if not blocked:
-            continue
-        per_hour = Decimal(str((d.details or {}).get("savings_per_hour", 0)))
-        out.append(BlockedMove(node=", ".join(d.nodes or []) or "?", reason=str(blocked),
-                               savings_per_day=per_hour * 24))
+def pending_pods() -> list[PendingPod]:
+    return list(PendingPod.objects.filter(left_at__isnull=True))
+
+
+def latest_verdicts(keys: Iterable[str]) -> dict[str, list[dict[str, str]]]:
+    """The provisioner's latest unschedulable verdict per pod (it writes one when the verdict
+    changes): {pod key: [{nodepool, reason}]}. Pods without one are absent."""
+    wanted = list(keys)
+    out: dict[str, list[dict[str, str]]] = {}
+    for start in range(0, len(wanted), 500):      # keeps the IN list within every database's limits
+        rows = (Decision.objects.filter(kind=Decision.UNSCHEDULABLE, details__pod__in=wanted[start:start + 500])
+                .order_by("at", "id").values_list("details", flat=True))
+        for details in rows:
+            reasons = details.get("reasons") if isinstance(details, dict) else None
+            if isinstance(reasons, list):
+                out[str(details.get("pod"))] = [r for r in reasons if isinstance(r, dict)]
     return out
 
 
-# Words in the engine's not_disrupted reasons that mean "a rule forbids it", as opposed to "no
-# cheaper arrangement exists": only the former strand savings an operator could unlock.
-BLOCKER_WORDS = ("do-not-disrupt", "pdb", "poddisruptionbudget", "disruption budget", "budget")
-
-
-def blocked_moves_from_report(not_disrupted: Iterable[Any], price_per_hour: dict[str, Decimal]) -> list[BlockedMove]:
-    """Pure: the engine's (node, reason) pairs that are real blocks, priced at what the node costs
-    per day — the most its removal could save, which is what is stranded while it is blocked."""
-    out = []
-    for item in not_disrupted:
-        reason = str(item.reason)
-        if not any(word in reason.lower() for word in BLOCKER_WORDS):
-            continue
-        price = price_per_hour.get(item.node)
-        if price is None:
-            continue
-        out.append(BlockedMove(node=item.node, reason=reason, savings_per_day=Decimal(price) * 24))
-    return out
-
-
-def blocked_moves_live(nodepool: str, now: datetime) -> list[BlockedMove]:
-    """Ask the disruption engine what it may not do now (console.control.disruption.live_report),
-    plus any blocked moves the ledger recorded. Imported lazily: the cluster backend is heavy and
-    only stranded-savings rules need it."""
-    from console.backends.factory import cluster_backend
-    from console.control.disruption import live_report
-    from console.fleet.models import NodeClaim
-
-    report = live_report(cluster=cluster_backend(), now=now)
-    claims = NodeClaim.objects.active().exclude(node_name="")
+def stranded_moves(nodepool: str) -> list[StrandedMove]:
+    qs = StrandedMove.objects.all()
     if nodepool:
-        claims = claims.filter(nodepool_name=nodepool)
-    prices = {c.node_name: c.price_per_hour for c in claims if c.price_per_hour is not None}
-    return blocked_moves_from_report(report.not_disrupted, prices) + blocked_moves_from_ledger(nodepool, now)
+        qs = qs.filter(nodepool=nodepool)
+    return list(qs)

@@ -1,26 +1,34 @@
-"""Alert lifecycle and delivery: evaluate each rule, decide fire/repeat/resolve, send, record."""
+"""Alert lifecycle and delivery: evaluate each rule, decide fire/repeat/resolve, send, record; and the
+two observations rules with a per-item clock need: pending pods (stuck pods) and blocked
+consolidations (stranded savings)."""
 
 from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Mapping
 from datetime import datetime, timedelta
 from decimal import Decimal
+from typing import Any
 
 from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
 from console.alerts import messages, selectors
-from console.alerts.models import AlertEvent, AlertRule, AlertState, Channel
-from console.alerts.selectors import BlockedMove, Evaluation
+from console.alerts.models import AlertEvent, AlertRule, AlertState, Channel, PendingPod, StrandedMove
+from console.alerts.selectors import Evaluation
 from console.alerts.transports import deliver
 from console.fleet.models import Decision
 
 log = logging.getLogger(__name__)
 
-BlockedProvider = Callable[[str, datetime], list[BlockedMove]]
+# The pods the cluster reports unschedulable, as Kubernetes objects (ClusterBackend.pending_pods).
+PendingSource = Callable[[], list[dict[str, Any]]]
+
+NODEPOOL_LABEL = "karpenter.sh/nodepool"
+# How long a pod that left the pending list is remembered, so that coming back restarts its clock.
+PENDING_MEMORY = timedelta(days=1)
 
 
 def decide(*, firing_before: bool, last_sent_at: datetime | None, condition: bool, now: datetime,
@@ -37,8 +45,7 @@ def decide(*, firing_before: bool, last_sent_at: datetime | None, condition: boo
     return None
 
 
-def evaluate_rule(rule: AlertRule, now: datetime, *,
-                  blocked: BlockedProvider = selectors.blocked_moves_from_ledger) -> Evaluation:
+def evaluate_rule(rule: AlertRule, now: datetime) -> Evaluation:
     pool, scope, threshold = rule.nodepool, rule.scope, Decimal(rule.threshold)
     window = timedelta(minutes=rule.window_minutes)
     if rule.kind == AlertRule.BUDGET:
@@ -59,16 +66,15 @@ def evaluate_rule(rule: AlertRule, now: datetime, *,
                                              resource=rule.metric or "cpu", threshold_pct=threshold,
                                              window_minutes=rule.window_minutes, scope=scope)
     if rule.kind == AlertRule.STUCK:
-        return selectors.evaluate_stuck(selectors.samples_between(pool, now - window, now),
-                                        selectors.decisions_between(Decision.UNSCHEDULABLE, pool, now - window, now),
-                                        min_pods=threshold, window_minutes=rule.window_minutes, scope=scope)
+        pods = selectors.pending_pods()
+        return selectors.evaluate_stuck(pods, selectors.latest_verdicts(p.key for p in pods), min_pods=threshold,
+                                        minutes=rule.window_minutes, nodepool=pool, scope=scope, now=now)
     if rule.kind == AlertRule.INTERRUPTIONS:
         count = len(selectors.decisions_between(Decision.INTERRUPTION, pool, now - timedelta(hours=1), now))
         return selectors.evaluate_interruptions(count, threshold=threshold, scope=scope)
     if rule.kind == AlertRule.STRANDED:
-        # window_minutes is the "blocked for more than N" hold, in minutes like every other window.
-        return selectors.evaluate_stranded(blocked(pool, now), min_savings_per_day=threshold,
-                                           hold_hours=rule.window_minutes / 60, scope=scope)
+        return selectors.evaluate_stranded(selectors.stranded_moves(pool), min_savings_per_day=threshold,
+                                           hold_minutes=rule.window_minutes, scope=scope, now=now)
     raise ValueError(f"unknown rule kind {rule.kind}")
 
 
@@ -79,29 +85,20 @@ def _link(rule: AlertRule) -> str:
     return f"{base}/alerts/history/?rule={rule.pk}"
 
 
-def render(rule: AlertRule, ev: Evaluation, state: str, now: datetime) -> tuple[str, list[dict]]:
+def render(rule: AlertRule, ev: Evaluation, state: str, now: datetime) -> tuple[str, list[dict[str, Any]]]:
     fields = {"Current value": ev.value, "Threshold / baseline": ev.threshold, "Change": ev.change,
               "Window": ev.window}
     return messages.build(title=f"{rule.name}: {ev.title}", state=state, fields=fields, details=ev.details,
                           nodepool=rule.nodepool, at=now, link=_link(rule))
 
 
-def process_rule(rule: AlertRule, now: datetime, *, sleep: Callable[[float], None] = time.sleep,
-                 blocked: BlockedProvider = selectors.blocked_moves_from_ledger) -> AlertEvent | None:
-    ev = evaluate_rule(rule, now, blocked=blocked)
+def process_rule(rule: AlertRule, now: datetime, *, sleep: Callable[[float], None] = time.sleep) -> AlertEvent | None:
+    ev = evaluate_rule(rule, now)
     # The rule's scope may have been edited: a state left under the old scope would stay "firing"
     # forever and never resolve, so it goes.
     AlertState.objects.filter(rule=rule).exclude(scope=ev.scope).delete()
     state, _ = AlertState.objects.get_or_create(rule=rule, scope=ev.scope)
-    condition = ev.firing
-    if condition and ev.hold:
-        # "Blocked for more than N": remember when it started and wait until it held long enough.
-        if state.holding_since is None:
-            state.holding_since = now
-        condition = now - state.holding_since >= ev.hold
-    elif not ev.firing:
-        state.holding_since = None
-    action = decide(firing_before=state.firing, last_sent_at=state.last_sent_at, condition=condition, now=now,
+    action = decide(firing_before=state.firing, last_sent_at=state.last_sent_at, condition=ev.firing, now=now,
                     cooldown=timedelta(minutes=rule.cooldown_minutes))
     state.last_value = ev.value[:100]
     if action is None:
@@ -118,36 +115,186 @@ def process_rule(rule: AlertRule, now: datetime, *, sleep: Callable[[float], Non
                                          delivered=delivered, delivery_error=error)
 
 
-def _once_per_tick(provider: BlockedProvider) -> BlockedProvider:
-    """The live disruption report is a full consolidation simulation: run it once per pool per tick
-    however many stranded-savings rules there are; a failure yields no moves (logged), not a crash."""
-    cache: dict[tuple[str, datetime], list[BlockedMove]] = {}
+def _live_pending_pods() -> list[dict[str, Any]]:
+    # Imported here: the cluster backend is heavy and only ticks with stuck-pods rules need it.
+    from console.backends.factory import cluster_backend
 
-    def cached(nodepool: str, now: datetime) -> list[BlockedMove]:
-        key = (nodepool, now)
-        if key not in cache:
-            try:
-                cache[key] = provider(nodepool, now)
-            except Exception:
-                log.exception("alerts: could not read blocked consolidations for %s", nodepool or "cluster")
-                cache[key] = selectors.blocked_moves_from_ledger(nodepool, now)
-        return cache[key]
-
-    return cached
+    return cluster_backend().pending_pods()
 
 
 def evaluate_all(now: datetime | None = None, *, sleep: Callable[[float], None] = time.sleep,
-                 blocked: BlockedProvider = selectors.blocked_moves_live) -> int:
-    """One beat tick: every enabled rule, one failure never stopping the others. Returns events."""
+                 pending: PendingSource = _live_pending_pods) -> int:
+    """One beat tick: every enabled rule, one failure never stopping the others. Returns events.
+
+    With stuck-pods rules enabled it first observes the pending pods; if the cluster cannot be read,
+    those rules are skipped this tick (their state unchanged) rather than judged on stale rows."""
     now = now or timezone.now()
     sent = 0
-    provider = _once_per_tick(blocked)
-    for rule in AlertRule.objects.filter(enabled=True).select_related("channel"):
+    rules = list(AlertRule.objects.filter(enabled=True).select_related("channel"))
+    observed = True
+    if any(r.kind == AlertRule.STUCK for r in rules):
         try:
-            sent += process_rule(rule, now, sleep=sleep, blocked=provider) is not None
+            pending_pods_observe(pods=pending(), now=now)
+        except Exception:
+            log.exception("alerts: could not read the pending pods; stuck-pods rules skipped this tick")
+            observed = False
+    for rule in rules:
+        if rule.kind == AlertRule.STUCK and not observed:
+            continue
+        try:
+            sent += process_rule(rule, now, sleep=sleep) is not None
         except Exception:
             log.exception("alerts: rule %s (id %s) failed to evaluate", rule.name, rule.pk)
     return sent
+
+
+# --- observations ---------------------------------------------------------------------------------
+
+def _timestamp(value: Any) -> datetime | None:
+    if not isinstance(value, str) or not value:
+        return None
+    try:
+        parsed = datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    return parsed if parsed.tzinfo is not None else None
+
+
+def _dict(value: Any) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
+
+
+def _pinned_pools(spec: Mapping[str, Any]) -> list[str]:
+    """NodePools a pod can only run in: its nodeSelector's karpenter.sh/nodepool, else the union over
+    its required node-affinity terms when every term restricts that label with In."""
+    selector = _dict(spec.get("nodeSelector"))
+    if isinstance(selector.get(NODEPOOL_LABEL), str):
+        return [selector[NODEPOOL_LABEL]]
+    required = _dict(_dict(_dict(spec.get("affinity")).get("nodeAffinity"))
+                     .get("requiredDuringSchedulingIgnoredDuringExecution"))
+    terms = required.get("nodeSelectorTerms")
+    if not isinstance(terms, list) or not terms:
+        return []
+    pools: set[str] = set()
+    for term in terms:
+        exprs = _dict(term).get("matchExpressions")
+        values: list[list[Any]] = [e["values"] for e in (exprs if isinstance(exprs, list) else [])
+                                   if isinstance(e, dict) and e.get("key") == NODEPOOL_LABEL
+                                   and e.get("operator") == "In" and isinstance(e.get("values"), list)]
+        if not values:
+            return []       # one term admits any pool: the pod is not pinned
+        pools.update(str(v) for v in values[0])
+    return sorted(pools)
+
+
+def _pod_identity(pod: Any) -> tuple[str, str, datetime | None, list[str]] | None:
+    """(namespace/name, uid, creationTimestamp, pinned pools); None for an object without a name."""
+    if not isinstance(pod, dict):
+        return None
+    meta = _dict(pod.get("metadata"))
+    if not isinstance(meta.get("name"), str) or not meta["name"]:
+        return None
+    spec = _dict(pod.get("spec"))
+    key = f"{meta.get('namespace') or 'default'}/{meta['name']}"
+    if len(key) > 320:      # longer than Kubernetes allows (63 + 1 + 253): not a real pod
+        return None
+    return key, str(meta.get("uid") or "")[:64], _timestamp(meta.get("creationTimestamp")), _pinned_pools(spec)
+
+
+@transaction.atomic
+def pending_pods_observe(*, pods: Iterable[Any], now: datetime) -> None:
+    """Record which pods are pending now and since when each one's pending stretch began.
+
+    - A pod seen for the first time (or a new object under a known name: another uid or creation
+      time) has been pending since its creationTimestamp (now, if it has none or it is in the future).
+    - A pod still pending keeps its start.
+    - A pod that had left the list (scheduled, or deleted) and is pending again starts now: its
+      clock restarts at the first tick that reports it unschedulable again.
+    Pods no longer pending are marked as gone and forgotten after a day.
+    """
+    seen: dict[str, tuple[str, datetime | None, list[str]]] = {}
+    for pod in pods:
+        ident = _pod_identity(pod)
+        if ident is not None:
+            seen[ident[0]] = ident[1:]
+    rows: dict[str, PendingPod] = {}
+    for keys in _chunks(list(seen)):
+        rows.update((r.key, r) for r in PendingPod.objects.filter(key__in=keys))
+    new: list[PendingPod] = []
+    changed: list[PendingPod] = []
+    unchanged: list[str] = []
+    for key, (uid, created, pinned) in seen.items():
+        row = rows.get(key)
+        same = row is not None and row.uid == uid and (created is None or row.created is None or created == row.created)
+        if row is None or not same:
+            since = min(created, now) if created is not None else now
+        elif row.left_at is None:
+            since = row.since
+        else:
+            since = now
+        if row is None:
+            new.append(PendingPod(key=key, uid=uid, created=created, since=since, last_seen=now, pinned_pools=pinned))
+        elif (row.uid, row.created, row.since, row.left_at, row.pinned_pools) == (uid, created, since, None, pinned):
+            unchanged.append(key)   # the usual case, written in one UPDATE below
+        else:
+            row.uid, row.created, row.since, row.last_seen, row.left_at, row.pinned_pools = (
+                uid, created, since, now, None, pinned)
+            changed.append(row)
+    PendingPod.objects.bulk_create(new, batch_size=500)
+    PendingPod.objects.bulk_update(changed, ["uid", "created", "since", "last_seen", "left_at", "pinned_pools"],
+                                   batch_size=500)
+    for keys in _chunks(unchanged):
+        PendingPod.objects.filter(key__in=keys).update(last_seen=now)
+    gone = [k for k in PendingPod.objects.filter(left_at__isnull=True).values_list("key", flat=True) if k not in seen]
+    for keys in _chunks(gone):
+        PendingPod.objects.filter(key__in=keys).update(left_at=now)
+    PendingPod.objects.filter(left_at__lt=now - PENDING_MEMORY).delete()
+
+
+def _chunks(items: list[str], size: int = 1000) -> list[list[str]]:
+    # Large IN lists are split: SQLite caps the number of bound parameters per statement.
+    return [items[i:i + size] for i in range(0, len(items), size)]
+
+
+@transaction.atomic
+def stranded_moves_record(*, report: Any, nodepools: Mapping[str, str], now: datetime) -> None:
+    """Keep StrandedMove in step with one disruption engine run (``report``: a
+    packing.disruption.model.Report; ``nodepools``: node name → NodePool).
+
+    A node counts when the engine spares it because of a rule (``blocked_by``: pdb, do-not-disrupt,
+    budget) and consolidating it would save money (``savings_per_hour`` > 0). A new one starts its clock
+    now; one still blocked keeps it (blocker, reason and saving refreshed); one no longer blocked —
+    disrupted, unblocked, or no longer worth moving — is deleted, so a later block starts afresh.
+    """
+    blocked = {x.node: x for x in report.not_disrupted
+               if x.blocked_by and x.savings_per_hour is not None and x.savings_per_hour > 0}
+    known = dict(StrandedMove.objects.values_list("node", "pk"))
+    for pks in _chunks([pk for node, pk in known.items() if node not in blocked]):
+        StrandedMove.objects.filter(pk__in=pks).delete()
+    existing: dict[str, StrandedMove] = {}
+    for nodes in _chunks([n for n in blocked if n in known]):
+        existing.update((m.node, m) for m in StrandedMove.objects.filter(node__in=nodes))
+    new: list[StrandedMove] = []
+    changed: list[StrandedMove] = []
+    unchanged: list[str] = []
+    for node, x in blocked.items():
+        saving = Decimal(str(round(x.savings_per_hour, 6)))
+        pool = nodepools.get(node, "")
+        row = existing.get(node)
+        if row is None:
+            new.append(StrandedMove(node=node, nodepool=pool, blocked_by=x.blocked_by, reason=x.reason,
+                                    savings_per_hour=saving, first_seen=now, last_seen=now))
+        elif (row.nodepool, row.blocked_by, row.reason, row.savings_per_hour) == (pool, x.blocked_by, x.reason, saving):
+            unchanged.append(node)
+        else:
+            row.nodepool, row.blocked_by, row.reason = pool, x.blocked_by, x.reason
+            row.savings_per_hour, row.last_seen = saving, now
+            changed.append(row)
+    StrandedMove.objects.bulk_create(new, batch_size=500)
+    StrandedMove.objects.bulk_update(changed, ["nodepool", "blocked_by", "reason", "savings_per_hour", "last_seen"],
+                                     batch_size=500)
+    for nodes in _chunks(unchanged):
+        StrandedMove.objects.filter(node__in=nodes).update(last_seen=now)
 
 
 def send_test(channel: Channel, *, sleep: Callable[[float], None] = time.sleep) -> AlertEvent:

@@ -8,6 +8,9 @@ still allowed (a do-not-disrupt pod may have arrived — Karpenter's re-validati
 Eviction API, waiting whenever a PodDisruptionBudget refuses; then delete the nodes and terminate
 their instances. If a replacement fails to launch or the move is no longer valid, the nodes are
 uncordoned and the action is marked failed, with why, in the ledger.
+
+Every engine run also tells the alerts which moves are blocked (a PDB, do-not-disrupt, a budget) and
+what they would save, so the stranded-savings rule can time each block.
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ from typing import Any
 
 from django.utils import timezone
 
+from console.alerts.services import stranded_moves_record
 from console.backends.base import CloudProvider, ClusterBackend, NodeNotFound
 from console.control.locks import LockBusy, loop_lock
 from console.control.models import DisruptionAction
@@ -29,7 +33,7 @@ from console.fleet.models import Decision, EC2NodeClass, NodeClaim, NodePool
 from packing import kubeobjects
 from packing.disruption.engine import consolidate
 from packing.disruption.inputs import Extras, _extra, build_cluster
-from packing.disruption.model import Report
+from packing.disruption.model import Cluster
 
 log = logging.getLogger(__name__)
 
@@ -45,8 +49,7 @@ class DisruptOutcome:
     finished: str = ""
 
 
-def live_report(*, cluster: ClusterBackend, now: datetime) -> Report:
-    """What the disruption engine would do now with the live cluster (also the console's "why")."""
+def _engine_cluster(*, cluster: ClusterBackend, now: datetime) -> Cluster:
     pools = list(NodePool.objects.all())
     classes = list(EC2NodeClass.objects.all())
     pods, _ = cluster.list_pods()
@@ -63,7 +66,7 @@ def live_report(*, cluster: ClusterBackend, now: datetime) -> Report:
         except Exception as exc:  # one malformed object must not stop the loop
             log.warning("disrupt: skipping %s %s: %s", doc.get("kind"), (doc.get("metadata") or {}).get("name"), exc)
     catalog = engine_catalog(nodeclasses=classes, pools=pools, now=now)
-    return consolidate(build_cluster(inputs, extras, catalog), now)
+    return build_cluster(inputs, extras, catalog)
 
 
 def _claims_for(node_names: list[str]) -> list[NodeClaim]:
@@ -200,7 +203,10 @@ def disrupt_run(*, cluster: ClusterBackend, cloud: CloudProvider, now: datetime 
             action = DisruptionAction.objects.exclude(
                 state__in=[DisruptionAction.DONE, DisruptionAction.FAILED]).order_by("created_at").first()
             if action is None:
-                report = live_report(cluster=cluster, now=now)
+                engine_cluster = _engine_cluster(cluster=cluster, now=now)
+                report = consolidate(engine_cluster, now)
+                stranded_moves_record(report=report, nodepools={n.name: n.nodepool or "" for n in engine_cluster.nodes},
+                                      now=now)
                 if not report.actions:
                     return outcome
                 action = _start(report.actions[0], cluster, now)

@@ -6,8 +6,7 @@ from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 from types import SimpleNamespace as Row
 
-from console.alerts import selectors
-from console.alerts.selectors import BlockedMove
+from console.alerts import messages, selectors
 from console.alerts.services import decide
 
 NOW = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
@@ -58,23 +57,101 @@ def test_efficiency_needs_the_whole_window_below() -> None:
                                              scope="c").firing
 
 
-def test_stuck_pods_lists_top_reasons_and_pods() -> None:
-    reasons = {"limit cpu=100 would be exceeded": 3, "no offering matches": 7}
-    rows = [sample(m, pods_pending=10, unschedulable_reasons=reasons) for m in range(2, -1, -1)]
-    decisions = [Row(pods=["web-1", "web-2"]), Row(pods=["web-2", "api-1"])]
-    ev = selectors.evaluate_stuck(rows, decisions, min_pods=Decimal(1), window_minutes=3, scope="general")
-    assert ev.firing
-    assert ev.details[0] == "7 × no offering matches"
-    assert ev.details[-1] == "Pods: web-1, web-2, api-1"
+def pending(key: str, minutes_ago: float, pinned: list[str] | None = None) -> Row:
+    return Row(key=key, since=NOW - timedelta(minutes=minutes_ago), pinned_pools=pinned or [])
 
 
-def test_interruptions_and_stranded() -> None:
+LIMIT = {"nodepool": "general", "reason": "limit cpu=64 would be exceeded (in use 64)"}
+GPU_TAINT = {"nodepool": "gpu", "reason": "taint nvidia.com/gpu=true:NoSchedule not tolerated"}
+GPU_SIZE = {"nodepool": "gpu", "reason": "no instance type has 500 cpu available (largest offered: 192 cpu)"}
+GENERAL_REQ = {"nodepool": "general",
+               "reason": "requirement karpenter.sh/nodepool In [gpu] is not satisfied by the nodepool's labels"}
+
+
+def stuck(pods: list[Row], verdicts: dict[str, list[dict[str, str]]], *, n: int = 10, pool: str = "",
+          threshold: int = 1) -> selectors.Evaluation:
+    return selectors.evaluate_stuck(pods, verdicts, min_pods=Decimal(threshold), minutes=n, nodepool=pool,
+                                    scope=pool or "cluster", now=NOW)
+
+
+def test_a_pod_is_stuck_by_its_own_age() -> None:
+    assert not stuck([pending("shop/web-1", 9)], {}).firing
+    assert not stuck([pending("shop/web-1", 10)], {}).firing               # "more than" N minutes
+    ev = stuck([pending("shop/web-1", 11)], {})
+    assert ev.firing and ev.value == "1 stuck of 1 pending" and ev.change == "longest 11 min"
+    # Many young pods do not add up to a stuck one; the threshold counts stuck pods only.
+    young = [pending(f"shop/web-{i}", 5) for i in range(50)]
+    assert not stuck(young, {}).firing
+    assert not stuck([*young, pending("shop/old", 30)], {}, threshold=2).firing
+    assert stuck([*young, pending("shop/old", 30), pending("shop/older", 45)], {}, threshold=2).firing
+    assert stuck([pending("a/b", 11)], {}, threshold=0).threshold == "≥ 1 pods pending > 10 min"
+
+
+def test_stuck_message_lists_top_reasons_and_longest_stuck_pods() -> None:
+    pods = [pending("shop/web-1", 12), pending("shop/web-2", 125), pending("ml/train-0", 30), pending("x/new", 1)]
+    verdicts = {"shop/web-1": [LIMIT, GPU_TAINT], "shop/web-2": [LIMIT, GPU_TAINT], "ml/train-0": [GENERAL_REQ, GPU_SIZE]}
+    ev = stuck(pods, verdicts)
+    assert ev.firing and ev.value == "3 stuck of 4 pending"
+    # Reasons: the pools that could take each pod (the gpu taint is not why web pods wait).
+    assert ev.details[:2] == ["2 × nodepool general: limit cpu=64 would be exceeded (in use 64)",
+                              "1 × nodepool gpu: no instance type has 500 cpu available (largest offered: 192 cpu)"]
+    assert ev.details[2:] == [
+        "shop/web-2 — 2 h 05 min — nodepool general: limit cpu=64 would be exceeded (in use 64)",
+        "ml/train-0 — 30 min — nodepool gpu: no instance type has 500 cpu available (largest offered: 192 cpu)",
+        "shop/web-1 — 12 min — nodepool general: limit cpu=64 would be exceeded (in use 64)"]
+    # No verdict yet: the provisioner has not looked at it.
+    assert stuck([pending("a/b", 20)], {}).details[-1] == "a/b — 20 min — waiting for the provisioner"
+
+
+def test_pool_scope_by_pin_or_by_reason() -> None:
+    pods = [pending("shop/web-1", 20), pending("ml/train-0", 20), pending("ml/pinned", 20, ["gpu"]),
+            pending("a/unknown", 20)]
+    verdicts = {"shop/web-1": [LIMIT, GPU_TAINT], "ml/train-0": [GENERAL_REQ, GPU_SIZE]}
+    general = stuck(pods, verdicts, pool="general")
+    assert general.value == "1 stuck of 1 pending"                          # web-1 only: the others mismatch
+    assert general.details[-1].startswith("shop/web-1 — 20 min — nodepool general: limit")
+    gpu = stuck(pods, verdicts, pool="gpu")
+    assert gpu.value == "2 stuck of 2 pending"                              # train-0 by reason, pinned by pin
+    assert "ml/pinned — 20 min — waiting for the provisioner" in gpu.details
+    assert stuck(pods, verdicts).value == "4 stuck of 4 pending"            # the cluster has them all
+
+
+def test_stuck_message_stays_within_block_kit_limits() -> None:
+    pods = [pending(f"namespace-{i:03d}/" + "p" * 240, 100 + i) for i in range(300)]
+    verdicts = {p.key: [{"nodepool": f"pool-{j}", "reason": "r" * 500 + str(j)} for j in range(8)] for p in pods}
+    ev = stuck(pods, verdicts)
+    assert ev.details[-1] == "and 292 more" and len(ev.details) == 5 + 8 + 1
+    _, blocks = messages.build(title=ev.title, state="fired", fields={"v": ev.value}, details=ev.details,
+                               nodepool="", at=NOW, link="http://x/")
+    assert messages.problems(blocks) == []
+    assert "and 292 more" in blocks[2]["text"]["text"]                      # nothing was cut off
+    assert "(and 7 other NodePools)" in blocks[2]["text"]["text"]
+
+
+def test_interruptions() -> None:
     assert selectors.evaluate_interruptions(3, threshold=Decimal(2), scope="c").firing
     assert not selectors.evaluate_interruptions(2, threshold=Decimal(2), scope="c").firing
-    moves = [BlockedMove("n1", "pdb web allows 0 disruptions", Decimal(30)), BlockedMove("n2", "x", Decimal(1))]
-    ev = selectors.evaluate_stranded(moves, min_savings_per_day=Decimal(20), hold_hours=2, scope="c")
-    assert ev.firing and ev.details == ["n1: pdb web allows 0 disruptions (saves $30.00/day)"]
-    assert ev.hold == timedelta(hours=2)
+
+
+def move(node: str, per_hour: str, blocked_minutes: int, blocked_by: str = "pdb", reason: str = "pdb x") -> Row:
+    return Row(node=node, nodepool="general", blocked_by=blocked_by, reason=reason,
+               savings_per_hour=Decimal(per_hour), first_seen=NOW - timedelta(minutes=blocked_minutes))
+
+
+def test_stranded_needs_both_the_hold_and_the_saving() -> None:
+    def ev(*moves: Row) -> selectors.Evaluation:
+        return selectors.evaluate_stranded(list(moves), min_savings_per_day=Decimal(24), hold_minutes=120,
+                                           scope="cluster", now=NOW)
+
+    assert not ev(move("n1", "2", 120)).firing                              # blocked exactly 2 h
+    assert not ev(move("n1", "0.99", 500)).firing                           # $23.76/day < $24
+    assert ev(move("n1", "1", 121)).firing                                  # $24/day, 2 h 01 min
+    both = ev(move("n1", "1", 121, "budget", "budget 0 nodes for Underutilized"),
+              move("n2", "3", 600, "do-not-disrupt", "pod jobs/etl-1 has do-not-disrupt"), move("n3", "9", 5))
+    assert both.value == "$96.00/day" and both.change == "2 move(s) blocked by budget, do-not-disrupt"
+    assert both.details == [
+        "n2 (general): pod jobs/etl-1 has do-not-disrupt — saves $72.00/day ($3.00/h), blocked 10 h 00 min",
+        "n1 (general): budget 0 nodes for Underutilized — saves $24.00/day ($1.00/h), blocked 2 h 01 min"]
 
 
 def test_lifecycle_decision_table() -> None:
@@ -85,13 +162,3 @@ def test_lifecycle_decision_table() -> None:
     assert decide(firing_before=True, last_sent_at=NOW - cd, condition=True, now=NOW, cooldown=cd) == "repeated"
     assert decide(firing_before=True, last_sent_at=NOW, condition=False, now=NOW, cooldown=cd) == "resolved"
     assert decide(firing_before=False, last_sent_at=None, condition=False, now=NOW, cooldown=cd) is None
-
-
-def test_blocked_moves_from_the_engine_report() -> None:
-    report = [Row(node="n1", reason="node n1 has do-not-disrupt"),
-              Row(node="n2", reason="no cheaper arrangement of its pods was found"),  # not a block
-              Row(node="n3", reason="pdb default/web allows 0 disruptions"),
-              Row(node="n4", reason="node n4 has do-not-disrupt")]                   # unpriced: skipped
-    moves = selectors.blocked_moves_from_report(report, {"n1": Decimal("0.5"), "n2": Decimal(1), "n3": Decimal(2)})
-    assert moves == [BlockedMove("n1", "node n1 has do-not-disrupt", Decimal(12)),
-                     BlockedMove("n3", "pdb default/web allows 0 disruptions", Decimal(48))]
