@@ -108,7 +108,10 @@ def _set_condition(body: dict[str, Any], condition: dict[str, Any], now: str) ->
         if existing.get("type") == condition["type"]:
             if all(existing.get(k) == v for k, v in condition.items()):
                 return False
-            existing.update(condition, lastTransitionTime=now)
+            # Kubernetes moves lastTransitionTime only when the status flips, not when the message changes.
+            since = existing.get("lastTransitionTime") if existing.get("status") == condition.get("status") else now
+            existing.clear()
+            existing.update(condition, lastTransitionTime=since or now)
             return True
     conditions.append({**condition, "lastTransitionTime": now})
     return True

@@ -273,3 +273,20 @@ def test_the_kubernetes_watcher_follows_the_simulation_across_expiry(cluster: Si
     assert seen == [("ADDED", "p3"), ("DELETED", "p1"), ("MODIFIED", "p2")]
     assert watcher.relists == 2
     watcher.stop()
+
+
+def test_pod_condition_keeps_its_transition_time_while_the_status_holds() -> None:
+    # The alerts' pending clocks and kubectl both read lastTransitionTime as "since when"; a new
+    # message (another node count) is not a transition.
+    from console.simulation.scheduler import _set_condition
+
+    body: dict = {}
+    unsched = {"type": "PodScheduled", "status": "False", "reason": "Unschedulable"}
+    assert _set_condition(body, {**unsched, "message": "0/3 nodes are available."}, "t1")
+    assert not _set_condition(body, {**unsched, "message": "0/3 nodes are available."}, "t2")
+    assert _set_condition(body, {**unsched, "message": "0/4 nodes are available."}, "t3")
+    cond = body["status"]["conditions"][0]
+    assert (cond["lastTransitionTime"], cond["message"]) == ("t1", "0/4 nodes are available.")
+    assert _set_condition(body, {"type": "PodScheduled", "status": "True"}, "t4")
+    assert body["status"]["conditions"][0]["lastTransitionTime"] == "t4"
+    assert "message" not in body["status"]["conditions"][0]  # a stale Unschedulable message would mislead
