@@ -219,6 +219,11 @@ LOADMASTER_ENCRYPTION_KEY = env_str("LOADMASTER_ENCRYPTION_KEY", "") or ""
 LOADMASTER_PUBLIC_URL = env_str("LOADMASTER_PUBLIC_URL", "http://localhost:8000")
 # How long an offering that failed for capacity is skipped before it is tried again (Karpenter: 3 min).
 LOADMASTER_UNAVAILABLE_OFFERING_TTL = env_int("LOADMASTER_UNAVAILABLE_OFFERING_TTL", 180, minimum=1)
+# Dashboards: minute samples are kept this many days once rolled up into hours (at least 8: the alerts'
+# spend-spike rule reads the same hour of the last 7 days from minutes), and how long the pages and
+# /metrics reuse one read of the live cluster (0: every request reads it).
+LOADMASTER_METRICS_MINUTE_RETENTION_DAYS = env_int("LOADMASTER_METRICS_MINUTE_RETENTION_DAYS", 8, minimum=8)
+LOADMASTER_DASHBOARD_LIVE_SECONDS = env_int("LOADMASTER_DASHBOARD_LIVE_SECONDS", 30, minimum=0)
 
 # The simulated cluster and cloud (console.simulation). Floats are read and checked by the app;
 # a bad value fails `manage.py check` (simulation.E001).

@@ -1,84 +1,146 @@
 """record_metrics: one sample per minute per NodePool and for the whole cluster, from the live
-cluster and the NodeClaims: cost (and its on-demand equivalent), allocatable vs requested, pending
-pods and why. Idempotent per minute: a repeated run overwrites the same rows."""
+cluster: cost (and its on-demand equivalent), allocatable vs requested, pending pods and why, and the
+provisioning engine's lower bound for the running pods. Idempotent per minute: a repeated run
+overwrites the same rows. At each hour boundary the ended hours are rolled up and old minutes pruned."""
 
 from __future__ import annotations
 
+import dataclasses
+import hashlib
+import json
+import logging
 from collections import Counter, defaultdict
+from collections.abc import Sequence
 from datetime import datetime
 from decimal import Decimal
 from typing import Any
 
-from django.conf import settings
+from celery.exceptions import SoftTimeLimitExceeded
 from django.db import transaction
 from django.utils import timezone
 
 from console import adapters
 from console.backends.base import ClusterBackend
 from console.control.models import MetricSample
-from console.fleet.models import Decision, NodeClaim
+from console.dashboards import selectors, services
+from console.dashboards.selectors import NodeRow
+from console.fleet.models import Decision, EC2NodeClass, NodePool
 from packing.instancetype import InstanceType
+from packing.pods import Pod
+from packing.scheduling.scheduler import Scheduler
 
-NODEPOOL_LABEL = "karpenter.sh/nodepool"
-CAPACITY_TYPE_LABEL = "karpenter.sh/capacity-type"
-INSTANCE_TYPE_LABEL = "node.kubernetes.io/instance-type"
-ZONE_LABEL = "topology.kubernetes.io/zone"
+log = logging.getLogger(__name__)
+
+# scope ("" = cluster, else a NodePool) -> (fingerprint, bound). Per process: a worker recomputes a
+# bound only when the running pods' request classes, the pools or the catalog changed.
+_BOUND_CACHE: dict[str, tuple[str, float | None]] = {}
 
 
-def _offering_price(types: dict[str, InstanceType], itype: str, zone: str, capacity_type: str) -> tuple[float | None, str]:
-    t = types.get(itype)
-    if t is None:
-        return None, ""
-    for o in t.offerings:
-        if o.zone == zone and o.capacity_type == capacity_type:
-            return o.price, o.price_source
-    return None, ""
+def _pod_class(pod: Pod) -> str:
+    # What the bound reads of a pod: its requests, tolerations, node-affinity terms and (for hostname
+    # anti-affinity) its labels. Two pods of one Deployment give the same string.
+    anti = (pod.namespace, sorted(pod.labels.items()), pod.anti_affinity) if pod.anti_affinity else ()
+    return repr((sorted(pod.requests.items()), pod.tolerations, pod.node_requirement_terms(), anti))
+
+
+def _catalog_fingerprint(catalog: Sequence[InstanceType]) -> str:
+    h = hashlib.sha256()
+    for t in catalog:
+        h.update(repr((t.name, [(o.zone, o.capacity_type, o.price, o.available) for o in t.offerings])).encode())
+    return h.hexdigest()
+
+
+def _bound(scope: str, pods: Sequence[Pod], classes: Counter[str], pools: Sequence[Any], daemonsets: Sequence[Any],
+           catalog: Sequence[InstanceType], base_fingerprint: str) -> float | None:
+    """The engine's lower bound ($/h) on any plan that runs `pods` (whose _pod_class counts are
+    `classes`) from scratch in `pools`, cached. None when the engine cannot place every pod (a pool's
+    constraints changed since they were placed): a bound over fewer pods would overstate the gap's meaning."""
+    fingerprint = hashlib.sha256(repr((base_fingerprint, sorted(p.name for p in pools), sorted(classes.items())))
+                                 .encode()).hexdigest()
+    hit = _BOUND_CACHE.get(scope)
+    if hit is not None and hit[0] == fingerprint:
+        return hit[1]
+    bound: float | None
+    try:
+        pending = [dataclasses.replace(p, node_name="") for p in pods]
+        results = Scheduler(pools, catalog, daemonsets=daemonsets).solve(pending, lower_bound=True)
+        bound = None if results.unschedulable or results.lower_bound is None else float(results.lower_bound)
+    except SoftTimeLimitExceeded:
+        raise  # the task's own deadline, not a failure of the bound
+    except Exception:  # the sample must still be written; the bound is then unknown
+        log.exception("lower bound for %s failed", scope or "the cluster")
+        bound = None
+    _BOUND_CACHE[scope] = (fingerprint, bound)
+    return bound
+
+
+def lower_bounds(*, cluster: ClusterBackend, live: selectors.LiveCluster, now: datetime) -> dict[str, float | None]:
+    """Per NodePool: the bound for the non-DaemonSet pods running on its nodes under that pool's
+    constraints. Cluster (""): the bound for all those pods with every pool available, plus the cost
+    of the nodes no NodePool manages (the provisioner cannot replace them)."""
+    from console.control.provisioning import engine_catalog
+
+    pool_rows, class_rows = list(NodePool.objects.all()), list(EC2NodeClass.objects.all())
+    spec = adapters.cluster_inputs(pods=(), nodes=(), daemonsets=cluster.list_daemonsets(),
+                                   nodepools=pool_rows, nodeclasses=class_rows)
+    catalog = engine_catalog(nodeclasses=class_rows, pools=pool_rows, now=now)
+    base = hashlib.sha256(repr((_catalog_fingerprint(catalog),
+                                json.dumps([p.field_values() for p in pool_rows], sort_keys=True, default=str),
+                                json.dumps([c.field_values() for c in class_rows], sort_keys=True, default=str),
+                                sorted(repr(d) for d in spec.daemonsets))).encode()).hexdigest()
+    pool_of_node = {n.name: n.nodepool for n in live.nodes}
+    pods_by_pool: dict[str, list[Pod]] = defaultdict(list)
+    classes_by_pool: dict[str, Counter[str]] = defaultdict(Counter)
+    for pod in live.inputs.running:
+        pool = pool_of_node.get(pod.node_name or "")
+        if pool and pod.owner_kind != "DaemonSet":  # DaemonSet pods come with every node: overhead, not load
+            pods_by_pool[pool].append(pod)
+            classes_by_pool[pool][_pod_class(pod)] += 1
+    by_name = {p.name: p for p in spec.nodepools}
+    bounds: dict[str, float | None] = {}
+    for pool in {n.nodepool for n in live.nodes if n.nodepool}:
+        if pool not in by_name:
+            bounds[pool] = None  # nodes of a deleted NodePool: no constraints to plan under
+            continue
+        bounds[pool] = _bound(pool, pods_by_pool.get(pool, []), classes_by_pool[pool], [by_name[pool]],
+                              spec.daemonsets, catalog, base)
+    managed = [p for pods in pods_by_pool.values() for p in pods]
+    everything: Counter[str] = sum(classes_by_pool.values(), Counter())
+    joint = _bound("", managed, everything, spec.nodepools, spec.daemonsets, catalog, base) if spec.nodepools else None
+    unmanaged = sum(n.price or 0.0 for n in live.nodes if not n.managed)
+    bounds[""] = None if joint is None else joint + unmanaged
+    return bounds
+
+
+def _money(value: float) -> Decimal:
+    return Decimal(str(round(value, 6)))
 
 
 @transaction.atomic
 def metrics_record(*, cluster: ClusterBackend, now: datetime | None = None) -> list[MetricSample]:
     minute = (now or timezone.now()).replace(second=0, microsecond=0)
-    pods, _ = cluster.list_pods()
-    nodes, _ = cluster.list_nodes()
-    inputs = adapters.cluster_inputs(pods=pods, nodes=nodes)
-    types = {t.name: t for t in adapters.instance_types(settings.LOADMASTER_AWS_REGION)}
-    claims = {c.node_name: c for c in NodeClaim.objects.active().exclude(node_name="")}
+    live = selectors.live_cluster(cluster=cluster, now=minute)
 
     rows: dict[str, dict[str, Any]] = defaultdict(lambda: defaultdict(int))
-    pool_of_node: dict[str, str] = {}
-    for node in inputs.nodes:
-        pool = node.labels.get(NODEPOOL_LABEL, "")
-        pool_of_node[node.name] = pool
-        itype = node.labels.get(INSTANCE_TYPE_LABEL, "")
-        zone = node.labels.get(ZONE_LABEL, "")
-        capacity_type = node.labels.get(CAPACITY_TYPE_LABEL, "on-demand")
-        claim = claims.get(node.name)
-        if claim is not None and claim.price_per_hour is not None:
-            price, source = float(claim.price_per_hour), claim.price_source
-        else:
-            price, source = _offering_price(types, itype, zone, capacity_type)
-        on_demand, _ = _offering_price(types, itype, zone, "on-demand")
-        for key in ("", pool) if pool else ("",):
+    node: NodeRow
+    for node in live.nodes:
+        for key in ("", node.nodepool) if node.nodepool else ("",):
             row = rows[key]
             row["nodes"] += 1
-            row["spot_nodes"] += capacity_type == "spot"
-            row["cpu_allocatable"] += node.allocatable.get("cpu", 0)
-            row["memory_allocatable"] += node.allocatable.get("memory", 0) // 1000
-            if price is None:
+            row["spot_nodes"] += node.capacity_type == "spot"
+            row["cpu_allocatable"] += node.cpu_allocatable
+            row["memory_allocatable"] += node.memory_allocatable
+            row["cpu_requested"] += node.cpu_requested
+            row["memory_requested"] += node.memory_requested
+            row["pods"] += node.pods_requested
+            if node.price is None:
                 row["unpriced_nodes"] += 1
                 row["estimated"] = 1
             else:
-                row["cost"] += price
-                row["estimated"] |= source == "estimate"
-            row["on_demand"] += on_demand if on_demand is not None else (price or 0.0)
-    for pod in inputs.running:
-        pool = pool_of_node.get(pod.node_name or "")
-        if pool is None:
-            continue
-        for key in ("", pool) if pool else ("",):
-            rows[key]["pods"] += 1
-            rows[key]["cpu_requested"] += pod.requests.get("cpu", 0)
-            rows[key]["memory_requested"] += pod.requests.get("memory", 0) // 1000
+                row["cost"] += node.price
+                row["estimated"] |= node.estimated
+            # Unknown on-demand price: the node's own price stands in (no saving claimed for it).
+            row["on_demand"] += node.on_demand_price if node.on_demand_price is not None else (node.price or 0.0)
 
     pending = {f"{(p['metadata'].get('namespace') or 'default')}/{p['metadata']['name']}" for p in cluster.pending_pods()}
     reasons: Counter[str] = Counter()
@@ -89,18 +151,22 @@ def metrics_record(*, cluster: ClusterBackend, now: datetime | None = None) -> l
         if verdict is None:
             reasons["waiting for the provisioner"] += 1
     rows[""]["pods_pending"] = len(pending)
+    bounds = lower_bounds(cluster=cluster, live=live, now=minute)
 
     saved = []
     for pool, row in rows.items():
+        bound = bounds.get(pool)
         sample, _ = MetricSample.objects.update_or_create(at=minute, nodepool=pool, defaults={
             "nodes": row["nodes"], "spot_nodes": row["spot_nodes"],
-            "cost_per_hour": Decimal(str(round(row["cost"], 6))),
-            "on_demand_cost_per_hour": Decimal(str(round(row["on_demand"], 6))),
+            "cost_per_hour": _money(row["cost"]), "on_demand_cost_per_hour": _money(row["on_demand"]),
             "estimated": bool(row["estimated"]), "unpriced_nodes": row["unpriced_nodes"],
             "cpu_allocatable": row["cpu_allocatable"], "cpu_requested": row["cpu_requested"],
             "memory_allocatable": row["memory_allocatable"], "memory_requested": row["memory_requested"],
             "pods": row["pods"], "pods_pending": row["pods_pending"] if pool == "" else 0,
             "unschedulable_reasons": dict(reasons) if pool == "" else {},
+            "lower_bound_per_hour": None if bound is None else _money(bound),
         })
         saved.append(sample)
+    services.metric_rollups_catch_up(now=minute)
+    services.metric_samples_prune(now=minute)
     return saved

@@ -60,6 +60,9 @@ class MetricSample(models.Model):
     pods_pending = models.PositiveIntegerField(default=0)
     # {"nodepool default: limit cpu=100 would be exceeded": 3, ...} for the pods pending now.
     unschedulable_reasons = models.JSONField(default=dict, blank=True)
+    # The provisioning engine's lower bound ($/h) on any plan for the pods running now (see
+    # console.control.metrics). Null when it could not be computed: never read as $0.
+    lower_bound_per_hour = models.DecimalField(max_digits=14, decimal_places=6, null=True, blank=True)
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["at", "nodepool"], name="one_sample_per_minute_and_pool")]

@@ -8,7 +8,8 @@ LOADMASTER_METRICS_PUBLIC=True opens it to anyone, for a scrape inside a trusted
 from __future__ import annotations
 
 import hmac
-from collections import Counter
+import logging
+from collections import defaultdict
 from collections.abc import Iterable
 from typing import Any
 
@@ -20,12 +21,16 @@ from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
 
+from console.backends.base import ClusterBackend
+from console.backends.factory import cluster_backend
 from console.control.models import MetricSample
 from console.dashboards import selectors
 from console.fleet.models import Decision, NodeClaim, NodePool
 from packing.quantity import QuantityError, parse_quantity
 
-_RESOURCES = ("cpu", "memory", "pods", "ephemeral-storage")
+log = logging.getLogger(__name__)
+
+_NODE_LABELS = ["node_name", "nodepool", "instance_type", "capacity_type", "zone", "managed"]
 
 
 def _value(resource: str, quantity: Any) -> float:
@@ -36,32 +41,81 @@ def _value(resource: str, quantity: Any) -> float:
         return 0.0
 
 
-def _node_labels(c: NodeClaim) -> list[str]:
-    return [c.node_name or c.name, c.nodepool_name, c.instance_type, c.capacity_type, c.zone]
+def _resource_label(resource: str) -> str:
+    # Karpenter's resource_type: the resource name lower-cased with "-" as "_" (ephemeral_storage).
+    return resource.lower().replace("-", "_")
 
 
-_NODE_LABELS = ["node_name", "nodepool", "instance_type", "capacity_type", "zone"]
+def _node_labels(n: selectors.NodeRow) -> list[str]:
+    return [n.name, n.nodepool, n.instance_type, n.capacity_type, n.zone, "true" if n.managed else "false"]
+
+
+class NodeCollector:
+    """Per live node, as Karpenter's node metrics controller: allocatable, the requests of every pod
+    bound to the node (DaemonSet pods included, as Karpenter v1 does), and of its DaemonSet pods alone."""
+
+    def __init__(self, nodes: list[selectors.NodeRow]) -> None:
+        self.nodes = nodes
+
+    def collect(self) -> Iterable[Any]:
+        alloc = GaugeMetricFamily("karpenter_nodes_allocatable", "Node allocatable are the resources allocatable by nodes.",
+                                  labels=[*_NODE_LABELS, "resource_type"])
+        reqs = GaugeMetricFamily("karpenter_nodes_total_pod_requests",
+                                 "Node total pod requests are the resources requested by pods bound to nodes, "
+                                 "including the DaemonSet pods.", labels=[*_NODE_LABELS, "resource_type"])
+        daemon = GaugeMetricFamily("karpenter_nodes_total_daemon_requests",
+                                   "Node total daemon requests are the resource requested by DaemonSet pods bound to nodes.",
+                                   labels=[*_NODE_LABELS, "resource_type"])
+        for n in self.nodes:
+            labels = _node_labels(n)
+            for r, milli in sorted(n.allocatable.items()):
+                alloc.add_metric([*labels, _resource_label(r)], milli / 1000)
+            # Requests are the containers' (the engine adds one "pods" per pod; Karpenter reports none).
+            for family, amounts in ((reqs, n.pod_requests), (daemon, n.daemon_requests)):
+                for r, milli in sorted(amounts.items()):
+                    if r != "pods":
+                        family.add_metric([*labels, _resource_label(r)], milli / 1000)
+        yield from (alloc, reqs, daemon)
+
+
+# (the live read's node list, its exposition text): the per-node series are thousands of lines on a
+# big cluster and change only when the live read does, so one rendering serves every scrape until then.
+_NODE_TEXT: tuple[list[selectors.NodeRow], bytes] | None = None
+
+
+def _node_text(nodes: list[selectors.NodeRow] | None) -> bytes:
+    global _NODE_TEXT
+    if nodes is None:
+        return b""
+    if _NODE_TEXT is not None and _NODE_TEXT[0] is nodes:
+        return _NODE_TEXT[1]
+    registry = CollectorRegistry(auto_describe=False)
+    registry.register(NodeCollector(nodes))  # type: ignore[arg-type]
+    text = generate_latest(registry)
+    _NODE_TEXT = (nodes, text)
+    return text
+
+
+def live_nodes(cluster: ClusterBackend | None = None) -> list[selectors.NodeRow] | None:
+    try:
+        return selectors.live_nodes(cluster=cluster or cluster_backend())
+    except Exception as exc:  # the cluster's gauges go missing; the rest still scrapes
+        log.warning("/metrics: live cluster unavailable: %s", exc)
+        return None
 
 
 class LoadmasterCollector:
+    def __init__(self, nodes: list[selectors.NodeRow] | None) -> None:
+        self.live = nodes
+
     def collect(self) -> Iterable[Any]:
         claims = list(NodeClaim.objects.active())
-        alloc = GaugeMetricFamily("karpenter_nodes_allocatable", "Node allocatable", labels=[*_NODE_LABELS, "resource_type"])
-        reqs = GaugeMetricFamily("karpenter_nodes_total_pod_requests", "Node total pod requests",
-                                 labels=[*_NODE_LABELS, "resource_type"])
-        daemon = GaugeMetricFamily("karpenter_nodes_total_daemon_requests", "Node total daemon requests",
-                                   labels=[*_NODE_LABELS, "resource_type"])
-        usage: dict[tuple[str, str], float] = Counter()
+        live = self.live
+        usage: dict[tuple[str, str], float] = defaultdict(float)
         for c in claims:
-            for r in _RESOURCES:
-                if r in (c.allocatable or {}):
-                    alloc.add_metric([*_node_labels(c), r], _value(r, c.allocatable[r]))
-                if r in (c.requests or {}):
-                    reqs.add_metric([*_node_labels(c), r], _value(r, c.requests[r]))
-                # Karpenter counts capacity (not allocatable) against limits; so does usage.
-                if r in (c.capacity or {}):
-                    usage[(c.nodepool_name, r)] += _value(r, c.capacity[r])
-        yield from (alloc, reqs, daemon)
+            # Karpenter counts capacity (not allocatable) against limits; so does usage.
+            for r, q in (c.capacity or {}).items():
+                usage[(c.nodepool_name, _resource_label(r))] += _value(r, q)
 
         pool_usage = GaugeMetricFamily("karpenter_nodepools_usage", "NodePool usage", labels=["nodepool", "resource_type"])
         for (pool, r), v in sorted(usage.items()):
@@ -70,7 +124,7 @@ class LoadmasterCollector:
         limit = GaugeMetricFamily("karpenter_nodepools_limit", "NodePool limits", labels=["nodepool", "resource_type"])
         for pool in NodePool.objects.all():
             for r, q in sorted((pool.limits or {}).items()):
-                limit.add_metric([pool.name, r], _value(r, q))
+                limit.add_metric([pool.name, _resource_label(r)], _value(r, q))
         yield limit
 
         last = MetricSample.objects.filter(nodepool="").order_by("-at").first()
@@ -136,13 +190,19 @@ class LoadmasterCollector:
             sav.add_metric([s.nodepool], float(s.on_demand_cost_per_hour - s.cost_per_hour))
         mtd = GaugeMetricFamily("loadmaster_month_to_date_cost_dollars", "Cost this month so far", labels=[])
         forecast = GaugeMetricFamily("loadmaster_month_forecast_cost_dollars", "Month-end forecast", labels=[])
-        summary = selectors.cost_summary()
+        summary = selectors.cost_summary(nodes=live)
         mtd.add_metric([], summary.month_to_date)
         forecast.add_metric([], summary.forecast)
         stranded = GaugeMetricFamily("loadmaster_stranded_capacity_per_hour_dollars",
                                      "Allocatable nobody requested, priced per node", labels=[])
-        stranded.add_metric([], summary.stranded_per_hour)
-        yield from (cost, od, sav, mtd, forecast, stranded)
+        if summary.stranded_per_hour is not None:
+            stranded.add_metric([], summary.stranded_per_hour)
+        bound = GaugeMetricFamily("loadmaster_lower_bound_per_hour_dollars",
+                                  "The provisioning engine's lower bound for the running pods", labels=["nodepool"])
+        for s in rows:
+            if s.lower_bound_per_hour is not None:
+                bound.add_metric([s.nodepool], float(s.lower_bound_per_hour))
+        yield from (cost, od, sav, mtd, forecast, stranded, bound)
 
 
 def _allowed(request: HttpRequest) -> bool:
@@ -161,6 +221,7 @@ def metrics_view(request: HttpRequest) -> HttpResponse:
         response = HttpResponse("metrics need a session or a bearer token\n", status=401, content_type="text/plain")
         response["WWW-Authenticate"] = 'Bearer realm="loadmaster"'
         return response
+    nodes = live_nodes()
     registry = CollectorRegistry(auto_describe=False)
-    registry.register(LoadmasterCollector())  # type: ignore[arg-type]
-    return HttpResponse(generate_latest(registry), content_type=CONTENT_TYPE_LATEST)
+    registry.register(LoadmasterCollector(nodes))  # type: ignore[arg-type]
+    return HttpResponse(_node_text(nodes) + generate_latest(registry), content_type=CONTENT_TYPE_LATEST)

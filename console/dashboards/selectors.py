@@ -1,25 +1,39 @@
-"""Every figure the dashboards draw, computed from MetricSample, NodeClaim and Decision rows.
+"""Every figure the dashboards draw, computed from MetricSample, MetricRollup, NodeClaim and Decision
+rows and from the live cluster (the bin-packing view).
 
-Views and charts only draw what these return. Rollup: windows of a day or less read the 1-minute
-samples; longer windows aggregate them per hour in SQL (TruncHour + Avg/Sum/Count, which SQLite and
-PostgreSQL both run), so 30 days of a big cluster come back as at most 720 rows per series."""
+Views and charts only draw what these return. Windows of a day or less read the 1-minute samples.
+Longer windows start at a whole hour and read hourly sums: the MetricRollup rows for the hours already
+rolled up, and the minute samples (summed per hour in SQL, the same query the rollup writes with) for
+the hours after, so a figure is the same whichever table it comes from."""
 
 from __future__ import annotations
 
 import calendar
+import logging
+import time
 from collections import defaultdict
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from decimal import Decimal
 from typing import Any
 
-from django.db.models import Avg, Count, DateTimeField, Func, IntegerField, Max, Q, Sum
-from django.db.models.functions import ExtractMinute, TruncHour
+from django.conf import settings
+from django.db.models import Avg, Count, DateTimeField, Func, Max, Q, QuerySet, Sum
+from django.db.models.functions import TruncHour
 from django.utils import timezone
+from django.utils.dateparse import parse_datetime
 
+from console import adapters
+from console.backends.base import ClusterBackend
 from console.control.models import MetricSample
+from console.dashboards.models import MetricRollup
 from console.fleet.models import Decision, NodeClaim
-from packing.quantity import QuantityError, parse_quantity
+from packing.instancetype import InstanceType
+from packing.kubeobjects import Inputs
+from packing.resources import CPU, MEMORY, PODS
+
+log = logging.getLogger(__name__)
 
 WINDOWS: dict[str, timedelta] = {
     "1h": timedelta(hours=1), "24h": timedelta(hours=24), "7d": timedelta(days=7), "30d": timedelta(days=30),
@@ -48,25 +62,12 @@ class HourBucket(Func):
         return super().as_sql(compiler, connection, **extra)
 
 
-class MinuteOfHour(Func):
-    """The minute of a timestamp, native on SQLite and PostgreSQL (see HourBucket)."""
-
-    output_field = IntegerField()
-
-    def as_sqlite(self, compiler: Any, connection: Any, **extra: Any) -> Any:
-        return self.as_sql(compiler, connection, template="CAST(substr(%(expressions)s, 15, 2) AS INTEGER)", **extra)
-
-    def as_postgresql(self, compiler: Any, connection: Any, **extra: Any) -> Any:
-        return self.as_sql(compiler, connection, template="CAST(EXTRACT(MINUTE FROM %(expressions)s) AS INTEGER)", **extra)
-
-    def as_sql(self, compiler: Any, connection: Any, **extra: Any) -> Any:
-        if "template" not in extra:
-            return compiler.compile(ExtractMinute(*self.source_expressions))
-        return super().as_sql(compiler, connection, **extra)
-
-
 def parse_window(value: str | None) -> str:
     return value if value in WINDOWS else DEFAULT_WINDOW
+
+
+def floor_hour(t: datetime) -> datetime:
+    return t.replace(minute=0, second=0, microsecond=0)
 
 
 def _ratio(num: float, den: float) -> float | None:
@@ -75,6 +76,17 @@ def _ratio(num: float, den: float) -> float | None:
 
 def _f(value: Any) -> float:
     return float(value or 0)
+
+
+def is_long(window: str) -> bool:
+    return WINDOWS[parse_window(window)] > MINUTE_RESOLUTION_UP_TO
+
+
+def window_start(window: str, now: datetime) -> datetime:
+    """Short windows: exclusive start, now − span. Long windows: inclusive and floored to the hour, so
+    they are made of whole hours and read the same from the rollups as from the minutes."""
+    span = WINDOWS[parse_window(window)]
+    return now - span if span <= MINUTE_RESOLUTION_UP_TO else floor_hour(now - span)
 
 
 @dataclass(frozen=True)
@@ -93,6 +105,10 @@ class Point:
     pods: float
     pods_pending: float
     estimated: bool
+    # The engine's lower bound and the cost it is compared with, over the same minutes (those where
+    # the bound was computed); None where it was not: a gap in the line, never a zero.
+    lower_bound: float | None = None
+    cost_bounded: float | None = None
 
     @property
     def cpu_efficiency(self) -> float | None:
@@ -114,21 +130,148 @@ class Point:
         eff = max(self.cpu_efficiency or 0.0, self.memory_efficiency or 0.0)
         return self.cost * max(0.0, 1.0 - min(eff, 1.0))
 
+    @property
+    def gap(self) -> float | None:
+        """$/h above the lower bound: what a perfect re-plan of the running pods could save at most."""
+        if self.lower_bound is None or self.cost_bounded is None:
+            return None
+        return self.cost_bounded - self.lower_bound
+
+    @property
+    def gap_ratio(self) -> float | None:
+        """cost ÷ lower bound (1.0 = optimal); None when the bound is unknown or zero."""
+        if self.lower_bound is None or self.cost_bounded is None or self.lower_bound <= 0:
+            return None
+        return self.cost_bounded / self.lower_bound
+
 
 _NUMERIC = ("cost_per_hour", "on_demand_cost_per_hour", "nodes", "spot_nodes", "cpu_allocatable",
             "cpu_requested", "memory_allocatable", "memory_requested", "pods", "pods_pending")
+_SAMPLE_FIELDS = (*_NUMERIC, "lower_bound_per_hour")
+# The columns of a MetricRollup row (and of minute_sums()'s rows) besides hour and nodepool.
+ROLLUP_FIELDS = ("samples", "estimated_samples", *(f"{n}_sum" for n in _NUMERIC), "nodes_max", "pods_pending_max",
+                 "bound_samples", "lower_bound_per_hour_sum", "bounded_cost_per_hour_sum")
 
 
-def _point(row: dict[str, Any], at: datetime, estimated: bool) -> Point:
+def _point(row: Mapping[str, Any], at: datetime, estimated: bool) -> Point:
     g = row.get
+    bound = g("lower_bound_per_hour")
     return Point(at=at, cost=_f(g("cost_per_hour")), on_demand=_f(g("on_demand_cost_per_hour")),
                  nodes=_f(g("nodes")), spot_nodes=_f(g("spot_nodes")),
                  cpu_allocatable=_f(g("cpu_allocatable")), cpu_requested=_f(g("cpu_requested")),
                  memory_allocatable=_f(g("memory_allocatable")), memory_requested=_f(g("memory_requested")),
-                 pods=_f(g("pods")), pods_pending=_f(g("pods_pending")), estimated=estimated)
+                 pods=_f(g("pods")), pods_pending=_f(g("pods_pending")), estimated=estimated,
+                 lower_bound=None if bound is None else float(bound),
+                 cost_bounded=None if bound is None else _f(g("cost_per_hour")))
+
+
+def _hour_point(row: Mapping[str, Any]) -> Point:
+    """The mean of an hour from its sums (a rollup row or minute_sums()): Σ ÷ samples."""
+    n = row["samples"] or 1
+    nb = row["bound_samples"]
+    means = {name: _f(row[f"{name}_sum"]) / n for name in _NUMERIC}
+    return Point(at=row["hour"], cost=means["cost_per_hour"], on_demand=means["on_demand_cost_per_hour"],
+                 nodes=means["nodes"], spot_nodes=means["spot_nodes"], cpu_allocatable=means["cpu_allocatable"],
+                 cpu_requested=means["cpu_requested"], memory_allocatable=means["memory_allocatable"],
+                 memory_requested=means["memory_requested"], pods=means["pods"], pods_pending=means["pods_pending"],
+                 estimated=row["estimated_samples"] > 0,
+                 lower_bound=_f(row["lower_bound_per_hour_sum"]) / nb if nb else None,
+                 cost_bounded=_f(row["bounded_cost_per_hour_sum"]) / nb if nb else None)
 
 
 EFFICIENCY_FIELDS = ("cpu_allocatable", "cpu_requested", "memory_allocatable", "memory_requested")
+
+
+# --- hourly sums: rollups, then minutes ----------------------------------------------------------
+
+def minute_sums(samples: QuerySet[MetricSample]) -> list[dict[str, Any]]:
+    """Per (nodepool, hour): the sums and counts a MetricRollup row holds, computed in SQL from the
+    minute samples. The rollup writer stores exactly these rows, which is what makes both sources agree."""
+    sums: dict[str, Any] = {f"{name}_sum": Sum(name) for name in _NUMERIC}
+    rows = (samples.annotate(hour=HourBucket("at")).values("nodepool", "hour").annotate(
+        samples=Count("id"), estimated_samples=Count("id", filter=Q(estimated=True)),
+        nodes_max=Max("nodes"), pods_pending_max=Max("pods_pending"),
+        bound_samples=Count("lower_bound_per_hour"), lower_bound_per_hour_sum=Sum("lower_bound_per_hour"),
+        bounded_cost_per_hour_sum=Sum("cost_per_hour", filter=Q(lower_bound_per_hour__isnull=False)), **sums)
+        .order_by("nodepool", "hour"))
+    out = []
+    for r in rows:
+        for key in ROLLUP_FIELDS:
+            if r[key] is None:  # Sum over no rows (no bound this hour)
+                r[key] = 0
+        out.append(r)
+    return out
+
+
+def minute_reason_sums(samples: QuerySet[MetricSample]) -> dict[datetime, dict[str, int]]:
+    """Per hour, Σ pending pods per reason over the cluster samples. In Python: summing JSON is
+    neither portable SQL nor needed for more than the hours not rolled up yet."""
+    out: dict[datetime, dict[str, int]] = defaultdict(lambda: defaultdict(int))
+    for at, reasons in samples.filter(nodepool="").values_list("at", "unschedulable_reasons"):
+        bucket = out[floor_hour(at)]
+        for reason, count in (reasons or {}).items():
+            if isinstance(count, int | float):
+                bucket[reason] += int(count)
+    return {hour: dict(counts) for hour, counts in out.items()}
+
+
+def rolled_up_until(now: datetime) -> datetime | None:
+    """The first hour the rollups do not cover (hours from it on are read from the minutes)."""
+    last = MetricRollup.objects.filter(hour__lt=floor_hour(now)).aggregate(m=Max("hour"))["m"]
+    return None if last is None else last + timedelta(hours=1)
+
+
+def hour_sums(*, pools: Sequence[str] | None, start: datetime, now: datetime,
+              reasons: bool = False) -> list[dict[str, Any]]:
+    """Per (nodepool, hour) sums from the hour of `start` to `now`, oldest first: rollup rows for the
+    hours already rolled up, minute samples for the rest. With `reasons`, each row also carries
+    "unschedulable_reasons_sum" (cluster rows only)."""
+    cut = rolled_up_until(now)
+    out: list[dict[str, Any]] = []
+    if cut is not None and cut > start:
+        rollups = MetricRollup.objects.filter(hour__gte=start, hour__lt=cut)
+        if pools is not None:
+            rollups = rollups.filter(nodepool__in=pools)
+        extra = ("unschedulable_reasons_sum",) if reasons else ()
+        out += list(rollups.order_by("nodepool", "hour").values("nodepool", "hour", *ROLLUP_FIELDS, *extra))
+    minutes = MetricSample.objects.filter(at__gte=max(start, cut) if cut else start, at__lte=now)
+    if pools is not None:
+        minutes = minutes.filter(nodepool__in=pools)
+    rows = minute_sums(minutes)
+    if reasons:
+        by_hour = minute_reason_sums(minutes)
+        for r in rows:
+            r["unschedulable_reasons_sum"] = by_hour.get(r["hour"], {}) if r["nodepool"] == "" else {}
+    out += rows
+    out.sort(key=lambda r: (r["nodepool"], r["hour"]))
+    return out
+
+
+def window_totals(*, pools: Sequence[str] | None, start: datetime, now: datetime) -> dict[str, dict[str, float]]:
+    """Per nodepool, Σ cost, Σ on-demand cost (both $/h × samples) and the number of estimated
+    samples from the hour of `start` to `now`: hour_sums() totalled in SQL, two small queries."""
+    cut = rolled_up_until(now)
+    out: dict[str, dict[str, float]] = defaultdict(lambda: {"cost": 0.0, "on_demand": 0.0, "estimated": 0.0})
+    parts = []
+    if cut is not None and cut > start:
+        rollups = MetricRollup.objects.filter(hour__gte=start, hour__lt=cut)
+        if pools is not None:
+            rollups = rollups.filter(nodepool__in=pools)
+        parts.append(rollups.values("nodepool").annotate(
+            cost=Sum("cost_per_hour_sum"), on_demand=Sum("on_demand_cost_per_hour_sum"),
+            estimated=Sum("estimated_samples")).order_by("nodepool"))
+    minutes = MetricSample.objects.filter(at__gte=max(start, cut) if cut else start, at__lte=now)
+    if pools is not None:
+        minutes = minutes.filter(nodepool__in=pools)
+    parts.append(minutes.values("nodepool").annotate(
+        cost=Sum("cost_per_hour"), on_demand=Sum("on_demand_cost_per_hour"),
+        estimated=Count("id", filter=Q(estimated=True))).order_by("nodepool"))
+    for part in parts:
+        for r in part:
+            acc = out[r["nodepool"]]
+            for key in ("cost", "on_demand", "estimated"):
+                acc[key] += _f(r[key])
+    return dict(sorted(out.items()))
 
 
 def history(*, nodepool: str = "", window: str = DEFAULT_WINDOW, now: datetime | None = None) -> list[Point]:
@@ -136,30 +279,28 @@ def history(*, nodepool: str = "", window: str = DEFAULT_WINDOW, now: datetime |
 
 
 def histories(*, pools: list[str], window: str = DEFAULT_WINDOW, now: datetime | None = None,
-              fields: tuple[str, ...] = _NUMERIC) -> dict[str, list[Point]]:
-    """The history of several pools in one query (the bin-packing page draws every pool). ``fields``
-    narrows the aggregation to what a chart draws (the others read 0): on 30 days every averaged
-    column costs a pass over the rows."""
+              fields: tuple[str, ...] = _SAMPLE_FIELDS) -> dict[str, list[Point]]:
+    """The history of several pools at once (the bin-packing page draws every pool): minutes up to a
+    day, hourly means beyond. ``fields`` narrows what the minute query reads (the others read 0): a
+    day of minutes of every pool is the largest read the pages make."""
     now = now or timezone.now()
-    span = WINDOWS[parse_window(window)]
-    qs = MetricSample.objects.filter(nodepool__in=pools, at__gt=now - span, at__lte=now)
+    start = window_start(window, now)
     out: dict[str, list[Point]] = {p: [] for p in pools}
-    if span <= MINUTE_RESOLUTION_UP_TO:
+    if not is_long(window):
+        qs = MetricSample.objects.filter(nodepool__in=pools, at__gt=start, at__lte=now)
         for r in qs.order_by("nodepool", "at").values("nodepool", "at", "estimated", *fields):
             out[r["nodepool"]].append(_point(r, r["at"], r["estimated"]))
         return out
-    # Count(filter=...) rather than Max(boolean): PostgreSQL has no max(boolean).
-    aggregates = {name: Avg(name) for name in fields}
-    rows = (qs.annotate(hour=HourBucket("at")).values("nodepool", "hour")
-            .annotate(n_estimated=Count("id", filter=Q(estimated=True)), **aggregates).order_by("nodepool", "hour"))
-    for r in rows:
-        out[r["nodepool"]].append(_point(r, r["hour"], r["n_estimated"] > 0))
+    for r in hour_sums(pools=pools, start=start, now=now):
+        out[r["nodepool"]].append(_hour_point(r))
     return out
 
 
 def nodepools() -> list[str]:
-    """The pools with samples, for the filter (the cluster itself is "")."""
-    return sorted(MetricSample.objects.exclude(nodepool="").values_list("nodepool", flat=True).distinct())
+    """The pools with samples or rollups, for the filter (the cluster itself is "")."""
+    names = set(MetricSample.objects.exclude(nodepool="").values_list("nodepool", flat=True).distinct())
+    names |= set(MetricRollup.objects.exclude(nodepool="").values_list("nodepool", flat=True).distinct())
+    return sorted(names)
 
 
 def latest(*, nodepool: str = "", now: datetime | None = None) -> MetricSample | None:
@@ -179,34 +320,48 @@ class CostSummary:
     estimated: bool
     cpu_efficiency: float | None
     memory_efficiency: float | None
-    stranded_per_hour: float
+    stranded_per_hour: float | None  # None: the live cluster could not be read
+    lower_bound_per_hour: float | None = None
+
+    @property
+    def gap(self) -> float | None:
+        return None if self.lower_bound_per_hour is None else self.cost_per_hour - self.lower_bound_per_hour
+
+    @property
+    def gap_ratio(self) -> float | None:
+        lb = self.lower_bound_per_hour
+        return None if lb is None or lb <= 0 else self.cost_per_hour / lb
 
 
 def month_start(now: datetime) -> datetime:
     return now.replace(day=1, hour=0, minute=0, second=0, microsecond=0)
 
 
-def cost_summary(*, nodepool: str = "", now: datetime | None = None) -> CostSummary:
+def cost_summary(*, nodepool: str = "", now: datetime | None = None,
+                 nodes: Sequence[NodeRow] | None = None) -> CostSummary:
     """Now, month to date and the month-end forecast.
 
-    Month to date: each minute sample stands for one minute at its hourly cost (Σ cost / 60); a minute
-    without a sample (loops down) counts nothing rather than a guess. Forecast: month to date plus the
-    remaining hours of the month at the mean cost of the last 24 hours, which smooths the daily cycle
-    better than the cost of this very minute."""
+    Month to date: each minute sample stands for one minute at its hourly cost (Σ cost / 60, from the
+    rollups and the minutes after them); a minute without a sample (loops down) counts nothing rather
+    than a guess. Forecast: month to date plus the remaining hours of the month at the mean cost of
+    the last 24 hours, which smooths the daily cycle better than the cost of this very minute.
+    Stranded capacity is summed over ``nodes`` (node_view() of the live cluster); None without them."""
     now = now or timezone.now()
     last = latest(nodepool=nodepool, now=now)
     start = month_start(now)
-    base = MetricSample.objects.filter(nodepool=nodepool, at__lte=now)
-    month = base.filter(at__gte=start).aggregate(total=Sum("cost_per_hour"), est=Count("id", filter=Q(estimated=True)))
-    mtd = _f(month["total"]) / 60
-    recent = base.filter(at__gt=now - timedelta(hours=24)).aggregate(mean=Avg("cost_per_hour"))
+    month = window_totals(pools=[nodepool], start=start, now=now).get(nodepool, {})
+    mtd = month.get("cost", 0.0) / 60
+    month_estimated = month.get("estimated", 0.0) > 0
+    recent = MetricSample.objects.filter(nodepool=nodepool, at__lte=now, at__gt=now - timedelta(hours=24)).aggregate(
+        mean=Avg("cost_per_hour"))
     days = calendar.monthrange(now.year, now.month)[1]
     end = start + timedelta(days=days)
     remaining_hours = max(0.0, (end - now).total_seconds() / 3600)
     forecast = mtd + _f(recent["mean"]) * remaining_hours
+    stranded = None if nodes is None else sum(r.stranded for r in nodes if not nodepool or r.nodepool == nodepool)
     if last is None:
-        return CostSummary(0.0, 0.0, mtd, forecast, None, 0, 0, False, None, None, 0.0)
-    point = _point({k: getattr(last, k) for k in _NUMERIC}, last.at, last.estimated)
+        return CostSummary(0.0, 0.0, mtd, forecast, None, 0, 0, False, None, None, stranded)
+    point = _point({k: getattr(last, k) for k in _SAMPLE_FIELDS}, last.at, last.estimated)
     pending = last.pods_pending
     if nodepool:
         # Pending pods are counted once, on the cluster row: a pod pending has no pool yet.
@@ -214,32 +369,70 @@ def cost_summary(*, nodepool: str = "", now: datetime | None = None) -> CostSumm
     return CostSummary(
         cost_per_hour=point.cost, on_demand_per_hour=point.on_demand, month_to_date=mtd, forecast=forecast,
         spot_share=_ratio(last.spot_nodes, last.nodes), nodes=last.nodes, pods_pending=pending,
-        estimated=last.estimated or month["est"] > 0, cpu_efficiency=point.cpu_efficiency,
-        memory_efficiency=point.memory_efficiency, stranded_per_hour=stranded_now(nodepool=nodepool),
+        estimated=last.estimated or month_estimated, cpu_efficiency=point.cpu_efficiency,
+        memory_efficiency=point.memory_efficiency, stranded_per_hour=stranded, lower_bound_per_hour=point.lower_bound,
     )
 
 
 # --- the live node view (eks-node-viewer) ----------------------------------------------------
 
-def _q(d: dict[str, Any], key: str) -> int:
-    try:
-        return parse_quantity(d.get(key, 0) or 0)
-    except (QuantityError, TypeError, ValueError):
-        return 0
+NODEPOOL_LABEL = "karpenter.sh/nodepool"
+CAPACITY_TYPE_LABEL = "karpenter.sh/capacity-type"
+EKS_CAPACITY_TYPE_LABEL = "eks.amazonaws.com/capacityType"  # managed node groups: ON_DEMAND | SPOT
+INSTANCE_TYPE_LABEL = "node.kubernetes.io/instance-type"
+ZONE_LABEL = "topology.kubernetes.io/zone"
+_EKS_CAPACITY = {"ON_DEMAND": "on-demand", "SPOT": "spot"}
+
+
+def capacity_type_of(labels: Mapping[str, str]) -> str:
+    """Karpenter's label, else an EKS managed node group's; "" when neither says (price unknown)."""
+    value = labels.get(CAPACITY_TYPE_LABEL)
+    if value in ("spot", "on-demand", "reserved"):
+        return value
+    return _EKS_CAPACITY.get(labels.get(EKS_CAPACITY_TYPE_LABEL, ""), "")
+
+
+def offering_price(types: Mapping[str, InstanceType], itype: str, zone: str,
+                   capacity_type: str) -> tuple[float | None, str]:
+    """The catalog's price of one offering and where it comes from; (None, "") when unknown."""
+    t = types.get(itype)
+    if t is None:
+        return None, ""
+    for o in t.offerings:
+        if o.zone == zone and o.capacity_type == capacity_type:
+            return o.price, o.price_source
+    return None, ""
 
 
 @dataclass(frozen=True)
 class NodeRow:
-    claim: NodeClaim
-    cpu_requested: int  # millicores
+    """One live node: what its pods request against its allocatable (milli-units as the engine keeps
+    them in the dicts; cpu in millicores, memory in bytes, pods in pods in the scalar fields)."""
+
+    name: str
+    nodepool: str             # "" for a node no NodePool manages
+    instance_type: str
+    capacity_type: str        # "" when no label says
+    zone: str
+    cpu_requested: int
     cpu_allocatable: int
-    memory_requested: int  # bytes
+    memory_requested: int
     memory_allocatable: int
     pods_requested: int
     pods_allocatable: int
-    price: float | None
+    price: float | None       # None: unknown (shown as such, counted nowhere)
     estimated: bool
-    age: timedelta
+    age: timedelta | None
+    claim: NodeClaim | None = None
+    allocatable: Mapping[str, int] = field(default_factory=dict)
+    pod_requests: Mapping[str, int] = field(default_factory=dict)     # every pod, DaemonSet pods included
+    daemon_requests: Mapping[str, int] = field(default_factory=dict)  # DaemonSet-owned pods only
+    on_demand_price: float | None = None
+    created_at: datetime | None = None
+
+    @property
+    def managed(self) -> bool:
+        return bool(self.nodepool)
 
     @property
     def cpu_fraction(self) -> float:
@@ -264,30 +457,109 @@ class NodeRow:
         return (self.price or 0.0) * (1.0 - self.packing)
 
 
-def node_view(*, nodepool: str = "", now: datetime | None = None) -> list[NodeRow]:
-    """Active NodeClaims with their requests against allocatable, worst-packed first. Requests are
-    the claim's (what the provisioner placed on it, kept current by the loops)."""
+@dataclass
+class LiveCluster:
+    inputs: Inputs            # the cluster as the engine's parser reads it (pods, nodes)
+    nodes: list[NodeRow]
+
+
+def _add(into: dict[str, int], requests: Mapping[str, int]) -> None:
+    for resource, amount in requests.items():
+        into[resource] = into.get(resource, 0) + amount
+
+
+def _created(node: Mapping[str, Any]) -> datetime | None:
+    raw = (node.get("metadata") or {}).get("creationTimestamp")
+    try:
+        return parse_datetime(raw) if isinstance(raw, str) else None
+    except ValueError:
+        return None
+
+
+def live_cluster(*, cluster: ClusterBackend, now: datetime | None = None) -> LiveCluster:
+    """Every node of the live cluster (managed or not) with its pods' requests, priced by the launch
+    its NodeClaim recorded, else by the catalog when instance type, zone and capacity type are known."""
     now = now or timezone.now()
-    claims = NodeClaim.objects.active()
-    if nodepool:
-        claims = claims.filter(nodepool_name=nodepool)
+    pods, _ = cluster.list_pods()
+    node_objects, _ = cluster.list_nodes()
+    inputs = adapters.cluster_inputs(pods=pods, nodes=node_objects)
+    created = {str((n.get("metadata") or {}).get("name")): _created(n) for n in node_objects}
+    types = {t.name: t for t in adapters.instance_types(settings.LOADMASTER_AWS_REGION)}
+    claims = {c.node_name: c for c in NodeClaim.objects.active().exclude(node_name="")}
+    requested: dict[str, dict[str, int]] = defaultdict(dict)
+    daemon: dict[str, dict[str, int]] = defaultdict(dict)
+    for pod in inputs.running:
+        if pod.node_name:
+            _add(requested[pod.node_name], pod.requests)
+            # Karpenter counts a pod as a DaemonSet's by its owner reference's kind.
+            if pod.owner_kind == "DaemonSet":
+                _add(daemon[pod.node_name], pod.requests)
     rows = []
-    for c in claims:
-        req, alloc = c.requests or {}, c.allocatable or {}
+    for node in inputs.nodes:
+        labels = node.labels
+        itype, zone = labels.get(INSTANCE_TYPE_LABEL, ""), labels.get(ZONE_LABEL, "")
+        capacity_type = capacity_type_of(labels)
+        claim = claims.get(node.name)
+        price: float | None
+        if claim is not None and claim.price_per_hour is not None:
+            price, source = float(claim.price_per_hour), claim.price_source
+        elif itype and zone and capacity_type:
+            price, source = offering_price(types, itype, zone, capacity_type)
+        else:
+            price, source = None, ""
+        on_demand, _ = offering_price(types, itype, zone, "on-demand")
+        req, alloc = requested.get(node.name, {}), dict(node.allocatable)
+        born = created.get(node.name) or (claim.created_at if claim is not None else None)
         rows.append(NodeRow(
-            claim=c, cpu_requested=_q(req, "cpu"), cpu_allocatable=_q(alloc, "cpu"),
-            memory_requested=_q(req, "memory") // 1000, memory_allocatable=_q(alloc, "memory") // 1000,
-            pods_requested=_q(req, "pods") // 1000, pods_allocatable=_q(alloc, "pods") // 1000,
-            price=float(c.price_per_hour) if c.price_per_hour is not None else None,
-            estimated=c.price_per_hour is None or c.price_source == "estimate",
-            age=now - c.created_at,
-        ))
-    rows.sort(key=lambda r: (r.packing, -(r.price or 0.0), r.claim.name))
-    return rows
+            name=node.name, nodepool=labels.get(NODEPOOL_LABEL, ""), instance_type=itype,
+            capacity_type=capacity_type, zone=zone,
+            cpu_requested=req.get(CPU, 0), cpu_allocatable=alloc.get(CPU, 0),
+            memory_requested=req.get(MEMORY, 0) // 1000, memory_allocatable=alloc.get(MEMORY, 0) // 1000,
+            pods_requested=req.get(PODS, 0) // 1000, pods_allocatable=alloc.get(PODS, 0) // 1000,
+            price=price, estimated=price is None or source == "estimate",
+            age=now - born if born is not None else None, claim=claim, allocatable=alloc,
+            pod_requests=dict(req), daemon_requests=dict(daemon.get(node.name, {})), on_demand_price=on_demand,
+            created_at=born))
+    rows.sort(key=lambda r: (r.packing, -(r.price or 0.0), r.name))
+    _remember(rows)
+    return LiveCluster(inputs=inputs, nodes=rows)
 
 
-def stranded_now(*, nodepool: str = "", now: datetime | None = None) -> float:
-    return sum(r.stranded for r in node_view(nodepool=nodepool, now=now))
+# The last live read per process: (monotonic time it was read, the nodes). Listing and parsing a
+# 1,000-node cluster takes seconds; the pages and /metrics reuse a read younger than
+# LOADMASTER_DASHBOARD_LIVE_SECONDS (record_metrics refreshes it each minute in its own process).
+_LIVE_READ: tuple[float, list[NodeRow]] | None = None
+
+
+def live_nodes_clear() -> None:
+    global _LIVE_READ
+    _LIVE_READ = None
+
+
+def _remember(nodes: list[NodeRow]) -> None:
+    global _LIVE_READ
+    _LIVE_READ = (time.monotonic(), nodes)
+
+
+def live_nodes(*, cluster: ClusterBackend, now: datetime | None = None) -> list[NodeRow]:
+    """live_cluster()'s nodes, reused while younger than LOADMASTER_DASHBOARD_LIVE_SECONDS (0: always read)."""
+    max_age = settings.LOADMASTER_DASHBOARD_LIVE_SECONDS
+    hit = _LIVE_READ
+    if max_age > 0 and hit is not None and time.monotonic() - hit[0] < max_age:
+        return hit[1]
+    nodes = live_cluster(cluster=cluster, now=now).nodes
+    _remember(nodes)
+    return nodes
+
+
+def node_view(*, cluster: ClusterBackend, nodepool: str = "", now: datetime | None = None) -> list[NodeRow]:
+    """The live nodes, worst-packed first; with `nodepool`, that pool's nodes only."""
+    rows = live_cluster(cluster=cluster, now=now).nodes
+    return [r for r in rows if r.nodepool == nodepool] if nodepool else rows
+
+
+def stranded_now(*, nodes: Iterable[NodeRow], nodepool: str = "") -> float:
+    return sum(r.stranded for r in nodes if not nodepool or r.nodepool == nodepool)
 
 
 def efficiency_by_pool(*, window: str = DEFAULT_WINDOW, now: datetime | None = None) -> dict[str, list[Point]]:
@@ -312,17 +584,25 @@ def _window_qs(window: str, now: datetime | None) -> Any:
     return MetricSample.objects.filter(at__gt=now - WINDOWS[parse_window(window)], at__lte=now)
 
 
+def _savings_by(window: str, now: datetime | None, pools: Sequence[str] | None) -> dict[str, Savings]:
+    now = now or timezone.now()
+    if not is_long(window):
+        qs = _window_qs(window, now)
+        if pools is not None:
+            qs = qs.filter(nodepool__in=pools)
+        rows = (qs.values("nodepool").annotate(a=Sum("cost_per_hour"), o=Sum("on_demand_cost_per_hour"),
+                                               e=Count("id", filter=Q(estimated=True))).order_by("nodepool"))
+        return {r["nodepool"]: Savings(_f(r["a"]) / 60, _f(r["o"]) / 60, r["e"] > 0) for r in rows}
+    totals = window_totals(pools=pools, start=window_start(window, now), now=now)
+    return {pool: Savings(t["cost"] / 60, t["on_demand"] / 60, t["estimated"] > 0) for pool, t in totals.items()}
+
+
 def savings(*, nodepool: str = "", window: str = DEFAULT_WINDOW, now: datetime | None = None) -> Savings:
-    agg = _window_qs(window, now).filter(nodepool=nodepool).aggregate(
-        a=Sum("cost_per_hour"), o=Sum("on_demand_cost_per_hour"), e=Count("id", filter=Q(estimated=True)))
-    return Savings(actual=_f(agg["a"]) / 60, on_demand=_f(agg["o"]) / 60, estimated=agg["e"] > 0)
+    return _savings_by(window, now, [nodepool]).get(nodepool, Savings(0.0, 0.0, False))
 
 
 def savings_by_pool(*, window: str = DEFAULT_WINDOW, now: datetime | None = None) -> dict[str, Savings]:
-    rows = (_window_qs(window, now).exclude(nodepool="").values("nodepool")
-            .annotate(a=Sum("cost_per_hour"), o=Sum("on_demand_cost_per_hour"),
-                      e=Count("id", filter=Q(estimated=True))).order_by("nodepool"))
-    return {r["nodepool"]: Savings(_f(r["a"]) / 60, _f(r["o"]) / 60, r["e"] > 0) for r in rows}
+    return {k: v for k, v in _savings_by(window, now, None).items() if k}
 
 
 def cost_by_pool(*, window: str = DEFAULT_WINDOW, now: datetime | None = None) -> dict[str, float]:
@@ -362,27 +642,31 @@ def cost_by_family(*, nodepool: str = "", window: str = DEFAULT_WINDOW,
     if nodepool:
         claims = claims.filter(nodepool_name=nodepool)
     out: dict[str, float] = defaultdict(float)
-    for c in claims.only("instance_type", "price_per_hour", "created_at", "launched_at", "terminated_at"):
-        begin = max(start, c.launched_at or c.created_at)
-        end = min(now, c.terminated_at or now)
+    rows = claims.values_list("instance_type", "price_per_hour", "created_at", "launched_at", "terminated_at")
+    for itype, price, created, launched, terminated in rows:
+        begin = max(start, launched or created)
+        end = min(now, terminated or now)
         if end > begin:
-            out[family_of(c.instance_type)] += float(c.price_per_hour) * (end - begin).total_seconds() / 3600
+            out[family_of(itype)] += float(price) * (end - begin).total_seconds() / 3600
     return dict(sorted(out.items(), key=lambda kv: -kv[1]))
 
 
 # --- unschedulable reasons -------------------------------------------------------------------
 
-def reasons_history(*, window: str = DEFAULT_WINDOW, now: datetime | None = None) -> list[tuple[datetime, dict[str, int]]]:
-    """Pending pods by reason over time, from the cluster rows. Beyond a day, one sample per hour
-    (the one at minute 0): reason counts are a snapshot, and a JSON mean is neither portable SQL
-    nor meaningful."""
+def reasons_history(*, window: str = DEFAULT_WINDOW,
+                    now: datetime | None = None) -> list[tuple[datetime, dict[str, float]]]:
+    """Pending pods by reason over time, from the cluster rows: every minute up to a day, beyond it
+    the hour's mean per reason (Σ over the hour's samples ÷ samples)."""
     now = now or timezone.now()
-    span = WINDOWS[parse_window(window)]
-    qs = MetricSample.objects.filter(nodepool="", at__gt=now - span, at__lte=now)
-    if span > MINUTE_RESOLUTION_UP_TO:
-        qs = qs.annotate(minute=MinuteOfHour("at")).filter(minute=0)
-    return [(r["at"], dict(r["unschedulable_reasons"] or {}))
-            for r in qs.order_by("at").values("at", "unschedulable_reasons")]
+    if not is_long(window):
+        qs = MetricSample.objects.filter(nodepool="", at__gt=window_start(window, now), at__lte=now)
+        return [(r["at"], dict(r["unschedulable_reasons"] or {}))
+                for r in qs.order_by("at").values("at", "unschedulable_reasons")]
+    out = []
+    for r in hour_sums(pools=[""], start=window_start(window, now), now=now, reasons=True):
+        n = r["samples"] or 1
+        out.append((r["hour"], {k: v / n for k, v in sorted((r["unschedulable_reasons_sum"] or {}).items())}))
+    return out
 
 
 def reasons_nodepool(reason: str) -> str:

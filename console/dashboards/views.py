@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from datetime import datetime
 from functools import lru_cache
 from pathlib import Path
@@ -14,8 +15,26 @@ from django.urls import reverse
 from django.utils import timezone
 from django.views.decorators.http import require_GET
 
+from console.backends.factory import cluster_backend
 from console.dashboards import charts, selectors
 from console.fleet.models import Decision
+
+log = logging.getLogger(__name__)
+
+# The bin-packing page draws the worst-packed nodes first and stops here: a bar group per node is
+# unreadable past a hundred, and rendering a thousand costs most of the page's time budget.
+NODE_LIMIT = 100
+
+
+def _live_nodes(request: HttpRequest, now: datetime) -> list[selectors.NodeRow] | None:
+    """The live cluster's nodes, or None (and a message on the page) when the cluster cannot be read:
+    the pages still draw everything the samples hold."""
+    try:
+        return selectors.live_nodes(cluster=cluster_backend(), now=now)
+    except Exception as exc:  # an unreachable API server must not break the dashboards
+        log.warning("dashboards: live cluster unavailable: %s", exc)
+        request._dashboard_live_error = f"The live cluster could not be read: {exc}"  # type: ignore[attr-defined]
+        return None
 
 
 def _filters(request: HttpRequest) -> tuple[str, str, datetime]:
@@ -29,13 +48,14 @@ def _filters(request: HttpRequest) -> tuple[str, str, datetime]:
 def _ctx(request: HttpRequest, page: str, window: str, pool: str, **extra: Any) -> dict[str, Any]:
     return {"page": page, "window": window, "nodepool": pool, "windows": list(selectors.WINDOWS),
             "nodepools": getattr(request, "_dashboard_pools", None) or selectors.nodepools(), "plotly_url": reverse("dashboards:plotly-js", args=[plotly.__version__]),
-            "last_sample_at": selectors.last_sample_at(), **extra}
+            "last_sample_at": selectors.last_sample_at(),
+            "live_error": getattr(request, "_dashboard_live_error", ""), **extra}
 
 
 @require_GET
 def overview(request: HttpRequest) -> HttpResponse:
     window, pool, now = _filters(request)
-    summary = selectors.cost_summary(nodepool=pool, now=now)
+    summary = selectors.cost_summary(nodepool=pool, now=now, nodes=_live_nodes(request, now))
     points = selectors.history(nodepool=pool, window=window, now=now)
     x = [p.at for p in points]
     figures = [
@@ -43,6 +63,7 @@ def overview(request: HttpRequest) -> HttpResponse:
         charts.lines("chart-cost", "Cost per hour", "$ per hour", x, {
             "actual": [p.cost for p in points], "on-demand equivalent": [p.on_demand for p in points],
             "stranded (unrequested)": [p.stranded for p in points]}, hover="$%{y:.4f}/h"),
+        charts.optimality("chart-optimality", points),
         charts.lines("chart-nodes", "Nodes and pending pods", "count", x, {
             "nodes": [p.nodes for p in points], "spot nodes": [p.spot_nodes for p in points],
             "pending pods": [p.pods_pending for p in points]}, hover="%{y:.1f}"),
@@ -54,7 +75,8 @@ def overview(request: HttpRequest) -> HttpResponse:
 @require_GET
 def binpacking(request: HttpRequest) -> HttpResponse:
     window, pool, now = _filters(request)
-    rows = selectors.node_view(nodepool=pool, now=now)
+    live = _live_nodes(request, now) or []
+    rows = [r for r in live if r.nodepool == pool] if pool else live
     pools = [pool] if pool else request._dashboard_pools  # type: ignore[attr-defined]
     per_pool = selectors.histories(pools=list(pools), window=window, now=now, fields=selectors.EFFICIENCY_FIELDS)
     x_any = next((pts for pts in per_pool.values() if pts), [])
@@ -65,11 +87,12 @@ def binpacking(request: HttpRequest) -> HttpResponse:
                               else 100 * pt.cpu_efficiency for q in x_any]
         series[f"{p} memory"] = [None if (pt := by_at.get(q.at)) is None or pt.memory_efficiency is None
                                  else 100 * pt.memory_efficiency for q in x_any]
-    figures = [charts.node_bars("chart-nodes", rows),
+    shown = rows[:NODE_LIMIT]
+    figures = [charts.node_bars("chart-nodes", shown),
                charts.lines("chart-pool-efficiency", "Efficiency per NodePool", "requested ÷ allocatable (%)",
                             [q.at for q in x_any], series, hover="%{y:.1f}%")]
     return render(request, "dashboards/binpacking.html",
-                  _ctx(request, "binpacking", window, pool, rows=rows, figures=figures))
+                  _ctx(request, "binpacking", window, pool, rows=shown, nodes_total=len(rows), figures=figures))
 
 
 @require_GET
@@ -103,7 +126,7 @@ def unschedulable(request: HttpRequest) -> HttpResponse:
     x = [at for at, _ in hist]
     figures = [charts.lines("chart-reasons", "Pending pods by reason", "pending pods", x,
                             {r: [c.get(r, 0) for _, c in hist] for r in reasons} or {"no pending pods": [0] * len(x)},
-                            stacked=True, hover="%{y:.0f} pods")]
+                            stacked=True, hover="%{y:.1f} pods")]
     return render(request, "dashboards/unschedulable.html", _ctx(
         request, "unschedulable", window, pool, figures=figures,
         pending=selectors.pending_now(nodepool=pool, now=now)))

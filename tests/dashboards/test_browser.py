@@ -24,7 +24,7 @@ pytestmark = [
 
 # page → {chart div id: traces that must carry data}
 PAGES: dict[str, dict[str, int]] = {
-    "/dashboards/": {"chart-efficiency": 2, "chart-cost": 3, "chart-nodes": 3},
+    "/dashboards/": {"chart-efficiency": 2, "chart-cost": 3, "chart-optimality": 4, "chart-nodes": 3},
     "/dashboards/binpacking/": {"chart-nodes": 3, "chart-pool-efficiency": 4},
     "/dashboards/spot/": {"chart-spot-cost": 2, "chart-spot-pools": 1},
     "/dashboards/unschedulable/": {"chart-reasons": 2},
@@ -93,6 +93,12 @@ def test_dashboards_in_browser(browser: Any, live_server: Any) -> None:  # noqa:
     # The window: 24 h of minutes → 7 d of hourly means, fewer points.
     browser.get(live_server.url + "/dashboards/?window=24h")
     before = wait_charts(browser, PAGES["/dashboards/"])
+    # Cost vs bound: every minute on the x axis, the bound's unknown minutes as gaps (null), not zeros:
+    # build_history's minutes with m % 5 == 0 and build_fleet's three minutes, which carry no bound.
+    gaps = browser.execute_script(
+        "const d = document.getElementById('chart-optimality').data;"
+        "return [d[1].y.length, d[1].y.filter(v => v === null).length, d[1].y.filter(v => v === 0).length];")
+    assert gaps == [180, sum(1 for m in range(3, 180) if m % 5 == 0) + 3, 0]
     Select(browser.find_element(By.ID, "window")).select_by_value("7d")
     WebDriverWait(browser, 15).until(EC.url_contains("window=7d"))
     after = wait_charts(browser, PAGES["/dashboards/"])

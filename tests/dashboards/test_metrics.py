@@ -40,8 +40,24 @@ def L(**kw: str) -> tuple[tuple[str, str], ...]:  # noqa: N802
     return tuple(sorted(kw.items()))
 
 
-def node(name: str, pool: str, itype: str, ct: str, **kw: str) -> tuple[tuple[str, str], ...]:
-    return L(node_name=f"node-{name}", nodepool=pool, instance_type=itype, capacity_type=ct, zone="us-east-1a", **kw)
+def catalog_price(itype: str, zone: str, capacity_type: str) -> float:
+    from django.conf import settings
+
+    from console import adapters
+    from console.dashboards.selectors import offering_price
+
+    price, _ = offering_price({t.name: t for t in adapters.instance_types(settings.LOADMASTER_AWS_REGION)},
+                              itype, zone, capacity_type)
+    assert price is not None and price > 0
+    return price
+
+
+def node(name: str, pool: str, itype: str, ct: str, zone: str = "us-east-1a", **kw: str) -> tuple[tuple[str, str], ...]:
+    return L(node_name=f"node-{name}", nodepool=pool, instance_type=itype, capacity_type=ct, zone=zone,
+             managed="true" if pool else "false", **kw)
+
+
+MI = 2**20
 
 
 def test_karpenter_metrics(viewer_client: Client, fleet: None) -> None:
@@ -50,9 +66,24 @@ def test_karpenter_metrics(viewer_client: Client, fleet: None) -> None:
     assert alloc[node("n1", "a", "m5.large", "spot", resource_type="cpu")] == 2.0
     assert alloc[node("n1", "a", "m5.large", "spot", resource_type="memory")] == 4 * 2**30
     assert alloc[node("n2", "b", "c5.xlarge", "on-demand", resource_type="pods")] == 58
+    # Every live node, the unmanaged ones included (labelled managed="false"); claims without a node are not.
+    assert alloc[node("u1", "", "m5.large", "on-demand", resource_type="cpu")] == 2.0
+    assert alloc[node("u2", "", "", "", zone="", resource_type="cpu")] == 2.0
     assert not any(k for k in alloc if ("node_name", "node-n3") in k)
-    reqs = m["karpenter_nodes_total_pod_requests"]
-    assert reqs[node("n1", "a", "m5.large", "spot", resource_type="cpu")] == 0.5
+    # Karpenter v1: pod requests include the DaemonSet pods; daemon requests are the DaemonSet pods alone.
+    reqs, daemon = m["karpenter_nodes_total_pod_requests"], m["karpenter_nodes_total_daemon_requests"]
+    assert reqs[node("n1", "a", "m5.large", "spot", resource_type="cpu")] == pytest.approx(0.6)
+    assert reqs[node("n1", "a", "m5.large", "spot", resource_type="memory")] == (1024 + 128) * MI
+    assert daemon[node("n1", "a", "m5.large", "spot", resource_type="cpu")] == pytest.approx(0.1)
+    assert daemon[node("n1", "a", "m5.large", "spot", resource_type="memory")] == 128 * MI
+    # Requests are the containers' resources: no "pods" series, as Karpenter.
+    assert not any(("resource_type", "pods") in k for k in [*reqs, *daemon])
+    # node-n2: api-1 + api-2 + agent (the Succeeded pod counts nowhere); its DaemonSet pod alone.
+    assert reqs[node("n2", "b", "c5.xlarge", "on-demand", resource_type="cpu")] == pytest.approx(3.1)
+    assert daemon[node("n2", "b", "c5.xlarge", "on-demand", resource_type="cpu")] == pytest.approx(0.1)
+    assert reqs[node("u1", "", "m5.large", "on-demand", resource_type="cpu")] == pytest.approx(0.25)
+    # No DaemonSet pod on the unmanaged nodes: no daemon series for them, as Karpenter.
+    assert not any(("node_name", "node-u1") in k or ("node_name", "node-u2") in k for k in daemon)
     assert m["karpenter_nodepools_usage"][L(nodepool="b", resource_type="cpu")] == 4.0
     assert m["karpenter_nodepools_limit"][L(nodepool="a", resource_type="cpu")] == 100.0
     assert m["karpenter_nodepools_limit"][L(nodepool="a", resource_type="memory")] == 2**30
@@ -67,8 +98,6 @@ def test_karpenter_metrics(viewer_client: Client, fleet: None) -> None:
     assert m["karpenter_nodes_created_total"][L(nodepool="a")] == 1
     assert m["karpenter_nodeclaims_disrupted_total"][L(reason="interrupted", nodepool="b", capacity_type="spot")] == 1
     assert m["karpenter_nodes_terminated_total"][L(nodepool="b")] == 1
-    # Declared for the dashboards' queries; NodeClaims do not record DaemonSet overhead separately.
-    assert "# TYPE karpenter_nodes_total_daemon_requests gauge" in viewer_client.get("/metrics").content.decode()
 
 
 def test_loadmaster_gauges(viewer_client: Client, fleet: None) -> None:
@@ -77,8 +106,23 @@ def test_loadmaster_gauges(viewer_client: Client, fleet: None) -> None:
     assert m["loadmaster_cost_per_hour_dollars"][L(nodepool="a", estimated="false")] == 1.0
     assert m["loadmaster_spot_savings_per_hour_dollars"][L(nodepool="")] == 2.0
     assert m["loadmaster_on_demand_cost_per_hour_dollars"][L(nodepool="a")] == 3.0
-    assert m["loadmaster_stranded_capacity_per_hour_dollars"][()] == pytest.approx(0.0725)
+    # Per live node, price × (1 − binding share): n1 0.04 × (1 − 0.6/2), n2 0.17 × (1 − 3.1/4), and the
+    # unmanaged node-u1 at the catalog's m5.large on-demand price × (1 − 0.25/2); node-u2 has no price.
+    m5 = catalog_price("m5.large", "us-east-1a", "on-demand")
+    assert m["loadmaster_stranded_capacity_per_hour_dollars"][()] == pytest.approx(0.028 + 0.03825 + m5 * 0.875)
     assert m["loadmaster_month_to_date_cost_dollars"][()] > 0
+
+
+def test_lower_bound_gauge_only_where_known(viewer_client: Client, fleet: None) -> None:
+    from decimal import Decimal
+
+    from console.control.models import MetricSample
+
+    last = MetricSample.objects.filter(nodepool="").latest("at")
+    MetricSample.objects.filter(at=last.at, nodepool="").update(lower_bound_per_hour=Decimal("1.25"))
+    bound = scrape(viewer_client)["loadmaster_lower_bound_per_hour_dollars"]
+    # The cluster's bound; pools a and b have none in this sample: no series, rather than a 0.
+    assert bound == {L(nodepool=""): 1.25}
 
 
 def test_auth(db: Any, settings: Any) -> None:

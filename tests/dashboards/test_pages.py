@@ -13,7 +13,7 @@ from tests.dashboards.conftest import build_fleet
 
 PAGES = ["/dashboards/", "/dashboards/binpacking/", "/dashboards/spot/", "/dashboards/unschedulable/",
          "/dashboards/cost/"]
-CHARTS = {"/dashboards/": ["chart-efficiency", "chart-cost", "chart-nodes"],
+CHARTS = {"/dashboards/": ["chart-efficiency", "chart-cost", "chart-optimality", "chart-nodes"],
           "/dashboards/binpacking/": ["chart-nodes", "chart-pool-efficiency"],
           "/dashboards/spot/": ["chart-spot-cost", "chart-spot-pools"],
           "/dashboards/unschedulable/": ["chart-reasons"],
@@ -48,15 +48,35 @@ def test_overview_shows_figures(viewer_client: Client, fleet: None) -> None:
     html = viewer_client.get("/dashboards/").content.decode()
     assert 'id="cost-now">$3.00/h' in html
     assert 'id="spot-share">67%' in html
-    assert 'id="stranded">$0.07/h' in html
+    from tests.dashboards.test_metrics import catalog_price
+
+    stranded = 0.028 + 0.03825 + 0.875 * catalog_price("m5.large", "us-east-1a", "on-demand")
+    assert f'id="stranded">${stranded:.2f}/h' in html
+    # The fixture's samples carry no lower bound: unknown, not $0.
+    assert 'id="gap">unknown' in html
 
 
 def test_binpacking_lists_worst_packed_first(viewer_client: Client, fleet: None) -> None:
     html = viewer_client.get("/dashboards/binpacking/").content.decode()
-    assert html.index("node-n1") < html.index("node-n2")
+    # Live nodes, worst-packed first: node-u2 (empty), node-u1 (12.5%), node-n1 (30%), node-n2 (77.5%).
+    order = [html.index(f'<td>node-{n}</td>') if n.startswith("u") else html.index(f">node-{n}</a>")
+             for n in ("u2", "u1", "n1", "n2")]
+    assert order == sorted(order)
     assert "node-n3" not in html
+    row_u2 = html[html.index("<td>node-u2</td>"):].split("</tr>", 1)[0]
+    assert "unmanaged" in row_u2 and "unknown" in row_u2
     only_b = viewer_client.get("/dashboards/binpacking/?nodepool=b").content.decode()
     assert "node-n1" not in only_b and "node-n2" in only_b
+
+
+def test_binpacking_shows_the_worst_packed_first_up_to_the_limit(viewer_client: Client, fleet: None,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    from console.dashboards import views
+
+    monkeypatch.setattr(views, "NODE_LIMIT", 2)
+    html = viewer_client.get("/dashboards/binpacking/").content.decode()
+    assert "The 2 worst-packed of 4 nodes" in html
+    assert "node-u2" in html and "node-u1" in html and "node-n2" not in html
 
 
 def test_cost_page_links_decisions(viewer_client: Client, fleet: None) -> None:
@@ -76,3 +96,23 @@ def test_plotly_js_served_with_long_cache(viewer_client: Client) -> None:
     assert r.status_code == 200
     assert "max-age=31536000" in r["Cache-Control"]
     assert b"plotly" in r.content[:2000].lower()
+
+
+def test_pages_survive_an_unreachable_cluster(viewer_client: Client, fleet: None, monkeypatch: pytest.MonkeyPatch) -> None:
+    from console.dashboards import metrics, views
+
+    class Down:
+        def list_pods(self) -> Any:
+            raise ConnectionError("api server unreachable")
+
+        list_nodes = list_pods
+
+    monkeypatch.setattr(views, "cluster_backend", Down)
+    monkeypatch.setattr(metrics, "cluster_backend", Down)
+    for url in ("/dashboards/", "/dashboards/binpacking/"):
+        html = viewer_client.get(url).content.decode()
+        assert "The live cluster could not be read: api server unreachable" in html
+    assert 'id="stranded">unknown' in viewer_client.get("/dashboards/").content.decode()
+    scraped = viewer_client.get("/metrics")
+    assert scraped.status_code == 200 and b"loadmaster_cost_per_hour_dollars{" in scraped.content
+    assert b"karpenter_nodes_allocatable{" not in scraped.content

@@ -49,20 +49,39 @@ def test_empty_database_gives_zeros(db: Any) -> None:
     assert selectors.history(now=NOW) == []
 
 
-def test_node_view_worst_packed_first_and_stranded(fleet: None) -> None:
-    rows = selectors.node_view(now=NOW)
-    assert [r.claim.name for r in rows] == ["n1", "n2"]  # n3 is terminated
-    n1, n2 = rows
-    assert (n1.cpu_requested, n1.cpu_allocatable) == (500, 2000)
-    assert (n1.memory_requested, n1.memory_allocatable) == (2**30, 4 * 2**30)
-    assert (n1.pods_requested, n1.pods_allocatable) == (5, 29)
-    assert n1.packing == pytest.approx(0.25)
-    # n1: $0.04 × (1 − 0.25) = 0.03; n2: CPU 3/4 binds, $0.17 × 0.25 = 0.0425.
-    assert n1.stranded == pytest.approx(0.03)
-    assert n2.packing == pytest.approx(0.75) and n2.stranded == pytest.approx(0.0425)
-    assert selectors.stranded_now(now=NOW) == pytest.approx(0.0725)
-    assert selectors.stranded_now(nodepool="b", now=NOW) == pytest.approx(0.0425)
+def test_node_view_reads_the_live_cluster(fleet: None) -> None:
+    from console.simulation.cluster import SimulatedCluster
+    from tests.dashboards.test_metrics import catalog_price
+
+    rows = selectors.node_view(cluster=SimulatedCluster(), now=NOW)
+    # Every live node, worst-packed first; claim n3 (terminated, no node) is not one of them.
+    assert [r.name for r in rows] == ["node-u2", "node-u1", "node-n1", "node-n2"]
+    u2, u1, n1, n2 = rows
+    # node-n1: web-1 500m/1Gi + the DaemonSet pod 100m/128Mi against 2 cpu / 4Gi / 29 pods.
+    assert (n1.cpu_requested, n1.cpu_allocatable) == (600, 2000)
+    assert (n1.memory_requested, n1.memory_allocatable) == ((1024 + 128) * 2**20, 4 * 2**30)
+    assert (n1.pods_requested, n1.pods_allocatable) == (2, 29)
+    assert n1.daemon_requests == {"cpu": 100, "memory": 128 * 2**20 * 1000, "pods": 1000}
+    assert n1.packing == pytest.approx(0.3) and n1.nodepool == "a" and n1.managed
+    # Priced by the launch its NodeClaim recorded; the claim enriches the row.
+    assert n1.price == 0.04 and n1.claim is not None and n1.claim.name == "n1"
     assert n1.age == timedelta(hours=2)
+    # node-n2: the Succeeded pod counts nothing; CPU 3.1/4 binds: $0.17 × 0.225.
+    assert n2.cpu_requested == 3100 and n2.stranded == pytest.approx(0.17 * 0.225)
+    # Unmanaged: priced from the catalog when type, zone and capacity type are known, else unknown.
+    assert not u1.managed and u1.capacity_type == "on-demand" and u1.claim is None
+    assert u1.price == pytest.approx(catalog_price("m5.large", "us-east-1a", "on-demand"))
+    assert u2.price is None and u2.stranded == 0.0 and u2.instance_type == "" and u2.capacity_type == ""
+    only_b = selectors.node_view(cluster=SimulatedCluster(), nodepool="b", now=NOW)
+    assert [r.name for r in only_b] == ["node-n2"]
+    assert selectors.stranded_now(nodes=rows, nodepool="a") == pytest.approx(0.04 * 0.7)
+
+
+def test_capacity_type_labels() -> None:
+    assert selectors.capacity_type_of({"karpenter.sh/capacity-type": "spot"}) == "spot"
+    assert selectors.capacity_type_of({"eks.amazonaws.com/capacityType": "SPOT"}) == "spot"
+    assert selectors.capacity_type_of({"eks.amazonaws.com/capacityType": "weird"}) == ""
+    assert selectors.capacity_type_of({}) == ""
 
 
 def test_minute_history_and_derived_series(fleet: None) -> None:
@@ -120,8 +139,10 @@ def test_unschedulable_history_and_pending_now(fleet: None) -> None:
     assert [p["pod"] for p in pending] == ["default/p1"] and len(pending[0]["reasons"]) == 2
     only_b = selectors.pending_now(nodepool="b", now=NOW)
     assert only_b[0]["reasons"] == [{"nodepool": "b", "reason": "taint gpu=true:NoSchedule not tolerated"}]
-    # Hourly snapshots beyond a day: only minute-0 samples.
-    assert selectors.reasons_history(window="7d", now=NOW) == [hist[-1]]
+    # Beyond a day, the hour's mean per reason: 11:58 and 11:59 (2 each), then 12:00 (2).
+    assert selectors.reasons_history(window="7d", now=NOW) == [
+        (NOW - timedelta(hours=1), {"nodepool a: limit cpu=8 would be exceeded": 2.0}),
+        (NOW, {"nodepool a: limit cpu=8 would be exceeded": 2.0})]
 
 
 def test_timeline(fleet: None) -> None:
@@ -138,8 +159,9 @@ def test_window_parsing() -> None:
     assert selectors.parse_window(None) == "24h"
 
 
-def test_histories_of_several_pools_in_one_query(fleet: None, django_assert_num_queries: Any) -> None:
-    with django_assert_num_queries(1):
+def test_histories_of_several_pools_in_few_queries(fleet: None, django_assert_num_queries: Any) -> None:
+    # One query for where the rollups end, one for the minutes after them (no rollups here).
+    with django_assert_num_queries(2):
         both = selectors.histories(pools=["a", "b"], window="30d", now=NOW)
     # 11:58 and 11:59 fall in the 11:00 hour, 12:00 in the next.
     assert [p.cost for p in both["a"]] == [1.0, 1.0] and [p.cost for p in both["b"]] == [2.0, 2.0]
@@ -148,5 +170,5 @@ def test_histories_of_several_pools_in_one_query(fleet: None, django_assert_num_
 
 
 def test_histories_narrowed_to_efficiency(fleet: None) -> None:
-    pts = selectors.histories(pools=["a"], window="7d", now=NOW, fields=selectors.EFFICIENCY_FIELDS)["a"]
+    pts = selectors.histories(pools=["a"], window="24h", now=NOW, fields=selectors.EFFICIENCY_FIELDS)["a"]
     assert pts[-1].cpu_efficiency == pytest.approx(0.25) and pts[-1].cost == 0.0
