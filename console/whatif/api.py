@@ -61,7 +61,9 @@ POD_WHY_RESPONSE = inline_serializer("PodWhy", fields={
 
 NODE_WHY_RESPONSE = inline_serializer("NodeWhy", fields={
     "node": serializers.CharField(), "candidate": serializers.BooleanField(),
-    "blocked_by": serializers.CharField(allow_null=True), "savings_per_hour": serializers.FloatField(),
+    "blocked_by": serializers.CharField(allow_null=True),
+    "blocked_kind": serializers.ChoiceField(choices=["pdb", "do-not-disrupt", "budget"], allow_null=True),
+    "savings_per_hour": serializers.FloatField(allow_null=True),
     "action": serializers.DictField(allow_null=True), "cheapest_replacement": serializers.DictField(allow_null=True),
 })
 

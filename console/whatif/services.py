@@ -161,7 +161,8 @@ def run_world(world: World) -> Outcome:
     catalog = _catalog(world)
     plan = run_plan(world, catalog)
     inputs, extras = world.inputs()
-    report = consolidate(build_cluster(inputs, extras, catalog), world.now)
+    # the preview's summary never shows what blocked moves would save, so the engine skips pricing them
+    report = consolidate(build_cluster(inputs, extras, catalog), world.now, price_blocked=False)
     return Outcome(plan, disruption_output.render_json(report), time.perf_counter() - started)
 
 
@@ -456,12 +457,17 @@ def why_node(name: str, *, cluster: ClusterBackend | None = None, now: datetime 
         if name in action["nodes"]:
             cheapest = min(action["replacements"], key=lambda c: c["price_per_hour"], default=None)
             return {"node": name, "candidate": True, "order": order, "action": action,
-                    "savings_per_hour": action["savings_per_hour"], "blocked_by": None,
+                    "savings_per_hour": action["savings_per_hour"], "blocked_by": None, "blocked_kind": None,
                     "cheapest_replacement": cheapest and {"instance_type": cheapest["instance_type"],
                                                           "price_per_hour": cheapest["price_per_hour"]}}
-    reason = next((n["reason"] for n in report["not_disrupted"] if n["node"] == name), None)
+    spared = next((n for n in report["not_disrupted"] if n["node"] == name), None)
+    reason = spared["reason"] if spared else None
+    # savings_per_hour: for a node a PDB, do-not-disrupt or a budget blocks, what the move would save were the
+    # block lifted (the engine simulates it); None when no saving move exists or it was not evaluated
     return {"node": name, "candidate": False, "blocked_by": reason, "category": _category(reason or ""),
-            "action": None, "savings_per_hour": 0.0, "cheapest_replacement": _cheapest(reason or "")}
+            "blocked_kind": spared["blocked_by"] if spared else None,
+            "action": None, "savings_per_hour": spared["savings_per_hour"] if spared else None,
+            "cheapest_replacement": _cheapest(reason or "")}
 
 
 def _category(reason: str) -> str:

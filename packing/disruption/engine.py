@@ -5,6 +5,11 @@ simulated cluster (its nodes gone, their pods running where the what-if put them
 loop starts again, until no method finds anything. The resulting list is what the disruption controller would do
 now if every action succeeded, and it respects the budgets as a whole: every node disrupted earlier in the list
 still counts as disrupting for the actions after it.
+
+Pods with no placement constraint that no topology rule can see are placed by first-fit onto the other nodes without
+a simulation (room and taints are all that decide where they may run); only what is left over for the one new node
+goes through the Scheduler. Once the list is complete, every node a PDB, do-not-disrupt or a budget spares is
+priced: what consolidating it alone would save were the rule lifted (NotDisrupted.blocked_by, savings_per_hour).
 """
 
 from __future__ import annotations
@@ -47,6 +52,11 @@ __all__ = ["MAX_MULTI_CANDIDATES", "SPOT_TO_SPOT_MIN_TYPES", "MinSavings", "cons
 
 MAX_MULTI_CANDIDATES = 100  # Karpenter considers at most 100 nodes per multi-node consolidation
 SPOT_TO_SPOT_MIN_TYPES = 15  # and replaces spot with spot only when this many cheaper spot types could launch
+# Simulations spent at most on pricing blocked moves (after the action list is complete): a default 10% budget on a
+# thousand-node cluster blocks hundreds of nodes, and each one's price would otherwise cost a simulation
+MAX_BLOCKED_SOLVES = 32
+MAX_BLOCKED_EVALUATIONS = 128  # and full first-fit evaluations (about 2 ms each on a thousand nodes)
+ROOMIEST = 64  # nodes the quick pricing test tries a blocked node's pods on
 _EPS = 1e-9
 
 
@@ -103,8 +113,11 @@ def _eviction_cost(p: Pod, meta_annotations: dict[str, str], priority: int) -> f
 
 
 class _Engine:
-    def __init__(self, cluster: Cluster, at: datetime, min_savings: MinSavings | None, max_solves: int) -> None:
+    def __init__(
+        self, cluster: Cluster, at: datetime, min_savings: MinSavings | None, max_solves: int, price_blocked: bool = True
+    ) -> None:
         self.c = cluster
+        self.price_blocked = price_blocked
         self.at = at
         self.min_savings = min_savings
         self.max_solves = max_solves
@@ -147,11 +160,14 @@ class _Engine:
         self.method_why: dict[str, str] = {}  # drift or expiration found the node but could not act: said first
         self.failed: dict[tuple[str, str], int] = {}  # (method, node) -> epoch it failed at
         self.multi_failed_epoch: int | None = None
+
         self.claim_seq: dict[str, int] = {}
         self.used_names: set[str] = set(self.info) | {s.name for s in cluster.inflight}
         self.actions: list[Action] = []
         self.truncated = False
-        self._hard_cache: dict[str, str | None] = {}
+        self._hard_cache: dict[str, tuple[str | None, str | None]] = {}
+        self.why_kind: dict[str, str] = {}  # node -> "budget" when why_not[node] is a budget's refusal
+        self.method_kind: dict[str, str] = {}  # the same for method_why
         self._drift_cache: dict[str, str | None] = {}
         self._evict_cache: dict[str, float] = {}
         self._by_price: tuple[npt.NDArray[np.float64], npt.NDArray[np.int64]] | None = None
@@ -190,31 +206,45 @@ class _Engine:
 
     def hard_reason(self, name: str) -> str | None:
         """Why the node may not be disrupted by any method (None: it is a candidate). Cached until pods move."""
+        return self.hard_block(name)[0]
+
+    def hard_block(self, name: str) -> tuple[str | None, str | None]:
+        """hard_reason with the kind of rule behind it ("pdb", "do-not-disrupt"; None when the node is simply not
+        a candidate, or is one)."""
         if name not in self._hard_cache:
             self._hard_cache[name] = self._hard_reason(name)
         return self._hard_cache[name]
 
-    def _hard_reason(self, name: str) -> str | None:
+    def _hard_reason(self, name: str) -> tuple[str | None, str | None]:
         info = self.info.get(name)
         if info is None:
-            return "launched by an earlier action in this list"
+            return "launched by an earlier action in this list", None
         spec = info.spec
         pool = spec.nodepool
         if not pool:
-            return "not managed (no karpenter.sh/nodepool label)"
+            return "not managed (no karpenter.sh/nodepool label)", None
         if pool not in self.pools:
-            return f"nodepool {pool} not found in the input"
+            return f"nodepool {pool} not found in the input", None
         if not spec.initialized:
-            return "not initialized yet (no karpenter.sh/initialized=true label)"
+            return "not initialized yet (no karpenter.sh/initialized=true label)", None
         if info.deleting:
-            return "already being disrupted"
+            return "already being disrupted", None
         if info.annotations.get(DO_NOT_DISRUPT, "").strip() == "true":
-            return f"node {name} has do-not-disrupt"
+            return f"node {name} has do-not-disrupt", "do-not-disrupt"
         for p in (*self._pods(name), *self.sim.fixed_on.get(name, ())):
             r = self._pod_dnd(p)
             if r:
-                return r
-        return self.pdb.blocking(self._pods(name))
+                return r, "do-not-disrupt"
+        r = self.pdb.blocking(self._pods(name))
+        return r, ("pdb" if r else None)
+
+    def _spare(self, name: str, why: str, kind: str | None = None) -> None:
+        """Remember why a method passed the node over (and whether a budget was the reason)."""
+        self.why_not[name] = why
+        if kind is None:
+            self.why_kind.pop(name, None)
+        else:
+            self.why_kind[name] = kind
 
     def last_pod_change(self, name: str) -> datetime | None:
         if name in self.touched:
@@ -351,7 +381,9 @@ class _Engine:
             self.disrupted.add(n)
             self.busy.setdefault(self.info[n].nodepool or "", set()).add(n)
             self.why_not.pop(n, None)
+            self.why_kind.pop(n, None)
             self.method_why.pop(n, None)
+            self.method_kind.pop(n, None)
         self.new_nodes.update(renamed.values())
         self.touched.update(t for t in wi.targets.values())
         for n in (*names, *wi.targets.values()):
@@ -361,7 +393,9 @@ class _Engine:
         return action
 
     # ------------------------------------------------------------------ judging a consolidation what-if
-    def _judge(self, names: Sequence[str], wi: WhatIf) -> tuple[str, float, dict[str, list[str]], str]:
+    def _judge(
+        self, names: Sequence[str], wi: WhatIf, *, honour_min_savings: bool = True
+    ) -> tuple[str, float, dict[str, list[str]], str]:
         """(failure, savings, replacement options, note) for consolidating `names` as `wi` proposes."""
         cost = sum(self.price[n] for n in names)
         if not wi.ok:
@@ -422,7 +456,7 @@ class _Engine:
         savings = cost - wi.extra_cost
         if savings <= _EPS:
             return f"no saving: its pods would cost {money(wi.extra_cost)} elsewhere ≥ current {money(cost)}", 0.0, {}, ""
-        if self.min_savings is not None and not self.min_savings.allows(savings, cost):
+        if honour_min_savings and self.min_savings is not None and not self.min_savings.allows(savings, cost):
             return f"saving {money(savings)} is below --min-savings {self.min_savings}", savings, {}, ""
         return "", savings, options, note
 
@@ -436,6 +470,10 @@ class _Engine:
         evicted = {q.key for q in wi.evicted}
         on_new = sum(1 for p in c.pods if p.key in evicted)
         held = f"all {k} of its pods" if on_new == k else f"{on_new} of its {k} pods, the rest fit on other nodes"
+        bound = sum(1 for p in c.pods if p.key not in evicted)
+        if bound:
+            # pending pods the provisioner would have put on the removed node need a place too
+            held += f", and {bound} pending pod{'s' if bound > 1 else ''} that would have scheduled on it"
         return (
             f"underutilized: {what} ({money(cost)}) replaced by one {c.instance_type} {c.capacity_type} at "
             f"{money(c.price_per_hour)} holding {held}; saves {money(savings)}{note}"
@@ -453,15 +491,12 @@ class _Engine:
             empties.append(n)
         if not empties:
             return False
-        if self.sim.pending:
+        for n in list(empties):
             # an empty node the pending pods would land on is not idle: deleting it would only launch another
-            base = self.sim.scheduler().solve(self.sim.pending, exclude_nodes=self.sim.excluded)
-            self.sim.solves += 1
-            wanted = {e.name: e.pods[0].key for e in base.existing if e.pods}
-            for n in list(empties):
-                if n in wanted:
-                    self.why_not[n] = f"pending pod {wanted[n]} would schedule on it"
-                    empties.remove(n)
+            bound = self.sim.reserved_on.get(n)
+            if bound:
+                self._spare(n, f"pending pod {min(p.key for p in bound)} would schedule on it")
+                empties.remove(n)
         chosen: list[str] = []
         by_pool: dict[str, list[str]] = {}
         for n in empties:
@@ -472,14 +507,14 @@ class _Engine:
             take = names if room is None else names[:room]
             chosen.extend(take)
             for n in names[len(take) :]:
-                self.why_not[n] = text
+                self._spare(n, text, "budget")
         if not chosen:
             return False
         chosen.sort(key=self.input_order.index)
         savings = sum(self.price[n] for n in chosen)
         if self.min_savings is not None and not self.min_savings.allows(savings, savings):
             for n in chosen:
-                self.why_not[n] = f"saving {money(savings)} is below --min-savings {self.min_savings}"
+                self._spare(n, f"saving {money(savings)} is below --min-savings {self.min_savings}")
             return False
         wi = WhatIf(Results(), [])
         what = f"node {chosen[0]} is" if len(chosen) == 1 else f"{len(chosen)} nodes are"
@@ -496,6 +531,7 @@ class _Engine:
         if not wi.ok:
             self.failed[(method, name)] = self.sim.epoch
             self.method_why[name] = f"{detail}, but {wi.failure}"
+            self.method_kind.pop(name, None)
             return False
         cost = self.price[name]
         savings = cost - wi.extra_cost
@@ -526,6 +562,7 @@ class _Engine:
             room, text = self.budget_room(pool_name, "drifted")
             if room is not None and room <= 0:
                 self.method_why[n] = f"drifted ({r}), but {text}"
+                self.method_kind[n] = "budget"
                 continue
             if self._replace_or_delete(n, "drifted", "drift", f"drifted: {r}"):
                 return True
@@ -577,7 +614,7 @@ class _Engine:
                 rooms[pool] = self.budget_room(pool, "underutilized")
             room, text = rooms[pool]
             if room is not None and taken.get(pool, 0) >= room:
-                self.why_not[n] = text
+                self._spare(n, text, "budget")
                 continue
             pods = self._pods(n)
             if self.pdb.blocking(pods, pdb_used):
@@ -596,17 +633,25 @@ class _Engine:
         if self.multi_failed_epoch == self.sim.epoch:
             return False
         cands = self._within_limits(self._consolidatable(), MAX_MULTI_CANDIDATES)
-        if len(cands) < 2:
+        if len(cands) < 2 or not self._multi_search(cands):
             self.multi_failed_epoch = self.sim.epoch
             return False
+        return True
+
+    def _multi_search(self, cands: list[str]) -> bool:
+        """Karpenter's multi-node search over `cands` in order: the longest prefix that can go (binary search)."""
         best: tuple[list[str], WhatIf, float, dict[str, list[str]], str] | None = None
 
         def attempt(n: int) -> bool:
             nonlocal best
             prefix = cands[:n]
-            if self._precheck(prefix) or self._first_fit_check(prefix) or self._out_of_solves():
+            if self._precheck(prefix):
                 return False
-            wi = self.sim.what_if(prefix, max_new=1)
+            wi = self._first_fit_whatif(prefix)  # its own first-fit pass also rules out what _first_fit_check would
+            if wi is None:
+                if self._first_fit_check(prefix) or self._out_of_solves():
+                    return False
+                wi = self.sim.what_if(prefix, max_new=1)
             fail, savings, options, note = self._judge(prefix, wi)
             if fail:
                 return False
@@ -625,7 +670,6 @@ class _Engine:
                 else:
                     hi = mid - 1
         if best is None:
-            self.multi_failed_epoch = self.sim.epoch
             return False
         prefix, wi, savings, options, note = best
         self._commit(prefix, wi, "underutilized", self._consolidation_why(prefix, wi, savings, note), savings, options)
@@ -764,10 +808,118 @@ class _Engine:
                     )
         return out
 
+    @staticmethod
+    def _unconstrained(p: Pod) -> bool:
+        return not (
+            p.node_selector or p.required_terms or p.preferred_terms or p.tolerations or p.spread or p.affinity
+            or p.anti_affinity or p.preferred_affinity or p.preferred_anti_affinity or p.host_ports
+        )
+
+    def _first_fit_whatif(self, names: Sequence[str], *, simulate: bool = True) -> WhatIf | None:
+        """The move that deletes `names`, built without a simulation when first-fit places every pod to move.
+
+        A pod with no placement constraint that no topology rule in the cluster can see (sim.inert) is decided by
+        room and taints alone, so first-fit onto the other untainted nodes (largest pod first, nodes in the order
+        the Scheduler tries them) is a valid placement with every constraint honoured; the pending pods bound for
+        `names` move with the evicted ones. None when that does not hold or something is left over for a new node
+        (then a simulation decides, since only it can plan the new node).
+
+        When some pods are left over, only those are simulated, against no existing node (sim.what_if_rest): the
+        new node the move needs is planned by the provisioning engine without it scanning the whole cluster; and
+        when no pool may launch a node, the move fails without a simulation. None: not applicable (the caller
+        runs the full simulation), or simulate is off, or the simulation limit is reached."""
+        own = [p for n in names for p in self._pods(n)]
+        bound = [p for n in names for p in self.sim.reserved_on.get(n, ())]
+        pods = own + bound
+        if not pods or not all(
+            self._unconstrained(p) and self.sim.inert(p) and p.requests.get("pods", 0) > 0 for p in pods
+        ):
+            return None
+        keys = self._type_table()[0]
+        rows, free = self.sim.first_fit_matrix(keys)
+        if not len(rows):
+            return None
+        by_row = [""] * len(rows)
+        for name, r in rows.items():
+            by_row[r] = name
+        f = free.copy()
+        for n in names:
+            if n in rows:
+                f[rows[n]] = -1  # the node itself is going
+        order = sorted(pods, key=lambda p: (-p.requests.get("cpu", 0), -p.requests.get("memory", 0), p.namespace, p.name))
+        vecs = [p.requests.vector(keys) for p in order]
+        # a node that cannot take even the smallest of these pods takes none: dropping it keeps first-fit's order
+        usable = np.flatnonzero(np.all(f >= np.array(vecs, dtype=np.int64).min(axis=0), axis=1))
+        f = f[usable]
+        by_row = [by_row[r] for r in usable.tolist()]
+        targets: dict[str, str] = {}
+        rest: list[Pod] = []
+        left = np.zeros(len(keys), dtype=np.int64)
+        i = 0
+        while i < len(order):
+            v0 = vecs[i]
+            j = i + 1
+            while j < len(order) and vecs[j] == v0:
+                j += 1
+            v = np.array(v0, dtype=np.int64)
+            pos = v > 0
+            caps = np.min(np.where(pos, np.clip(f, 0, None) // np.where(pos, v, 1), np.iinfo(np.int64).max), axis=1)
+            cum = np.cumsum(caps)
+            k = j - i
+            if not len(cum) or int(cum[-1]) < k:
+                placed = int(cum[-1]) if len(cum) else 0
+                take = caps
+                rest.extend(order[i + placed : j])
+                left += v * (k - placed)
+            else:
+                r = int(np.searchsorted(cum, k))
+                take = np.zeros_like(caps)
+                take[:r] = caps[:r]
+                take[r] = k - (int(cum[r - 1]) if r > 0 else 0)
+            at = i
+            for row in np.flatnonzero(take).tolist():
+                for p in order[at : at + int(take[row])]:
+                    targets[p.key] = by_row[row]
+                at += int(take[row])
+            f -= take[:, None] * v[None, :]
+            i = j
+        if not rest:
+            return WhatIf(Results(), self._unbound(own), targets=targets, displaced=self._unbound(bound))
+        # what is left needs the one new node: the same necessary condition as _first_fit_check, from this pass
+        _, talloc, tprice, tlabel = self._type_table()
+        cost = sum(self.price[n] for n in names)
+        fits = np.all(talloc >= left, axis=1)
+        if not bool(fits.any()):
+            wi = WhatIf(Results(), [])
+            wi.failure = "its pods would need more than one new node (consolidation launches at most one)"
+            return wi
+        j = int(np.argmin(np.where(fits, tprice, np.inf)))
+        if tprice[j] + _EPS >= cost:
+            wi = WhatIf(Results(), [])
+            wi.failure = (
+                f"no cheaper replacement: cheapest fitting option {tlabel[j]} at {money(float(tprice[j]))} "
+                f"≥ current {money(cost)}"
+            )
+            return wi
+        if self.sim.no_new_node(names):
+            # what first-fit leaves over needs a new node, and no pool may launch one
+            wi = WhatIf(Results(), [])
+            who = "pending pod" if any(p.key == rest[0].key for p in bound) else "pod"
+            wi.failure = f"{who} {rest[0].key} would not fit elsewhere (every nodepool has reached its limits)"
+            return wi
+        if not simulate or self._out_of_solves():
+            return None
+        return self.sim.what_if_rest(names, self._unbound(own), self._unbound(bound), targets, rest)
+
+    @staticmethod
+    def _unbound(pods: Iterable[Pod]) -> list[Pod]:
+        return [dataclasses.replace(p, node_name="") for p in pods]
+
     def _first_fit_applies(self, names: Sequence[str]) -> bool:
-        """True when the pods of `names` have no placement constraint at all and no pending pod competes."""
-        if self.sim.pending:
-            return False  # pending pods would compete for the same room: let the simulation weigh them
+        """True when the pods of `names` have no placement constraint at all and no pending pod is bound for them
+        (pending pods bound elsewhere already hold their room in the free matrix)."""
+        if any(self.sim.reserved_on.get(n) for n in names):
+            return False  # those pending pods would have to move too: let the simulation place them
         pods = [p for n in names for p in self._pods(n)]
         return bool(pods) and not any(
             p.node_selector or p.required_terms or p.preferred_terms or p.tolerations or p.spread or p.affinity
@@ -780,10 +932,30 @@ class _Engine:
         largest pod first, nodes in name order (skipping tainted ones, which such pods cannot use). Emulating it
         tells what is left for the one new node, and whether a type cheaper than the node could hold that, without
         the cost of a simulation. None: nothing ruled out (the simulation decides)."""
+        left = self._first_fit_left(names)
+        if left is None or not bool(left.any()):
+            return None
+        _, talloc, tprice, tlabel = self._type_table()
+        cost = sum(self.price[n] for n in names)
+        fits = np.all(talloc >= left, axis=1)
+        if not bool(fits.any()):
+            return "its pods would need more than one new node (consolidation launches at most one)"
+        j = int(np.argmin(np.where(fits, tprice, np.inf)))
+        if tprice[j] + _EPS >= cost:
+            return (
+                f"no cheaper replacement: cheapest fitting option {tlabel[j]} at {money(float(tprice[j]))} "
+                f"≥ current {money(cost)}"
+            )
+        return None
+
+    def _first_fit_left(self, names: Sequence[str]) -> npt.NDArray[np.int64] | None:
+        """What first-fit onto the other nodes leaves over of the pods of `names` (None when _first_fit_applies
+        does not hold). All zeros means every pod fits on an existing node, which for such pods is a valid
+        placement whatever order a simulation would try nodes in."""
         if not self._first_fit_applies(names):
             return None
         pods = [p for n in names for p in self._pods(n)]
-        keys, talloc, tprice, tlabel = self._type_table()
+        keys = self._type_table()[0]
         rows, free = self.sim.first_fit_matrix(keys)
         f = free.copy()
         for n in names:
@@ -818,19 +990,7 @@ class _Engine:
                 take[:r] = caps[:r]
                 take[r] = k - (int(cum[r - 1]) if r > 0 else 0)
             f -= take[:, None] * v[None, :]
-        if not bool(left.any()):
-            return None
-        cost = sum(self.price[n] for n in names)
-        fits = np.all(talloc >= left, axis=1)
-        if not bool(fits.any()):
-            return "its pods would need more than one new node (consolidation launches at most one)"
-        j = int(np.argmin(np.where(fits, tprice, np.inf)))
-        if tprice[j] + _EPS >= cost:
-            return (
-                f"no cheaper replacement: cheapest fitting option {tlabel[j]} at {money(float(tprice[j]))} "
-                f"≥ current {money(cost)}"
-            )
-        return None
+        return left
 
     def _precheck(self, names: Sequence[str]) -> str | None:
         """A necessary condition, checked before paying for a simulation: the pods of `names` must fit in the free
@@ -880,30 +1040,115 @@ class _Engine:
             pool = self.info[n].nodepool or ""
             room, text = self.budget_room(pool, "underutilized")
             if room is not None and room <= 0:
-                self.why_not[n] = text
+                self._spare(n, text, "budget")
                 continue
             if self.hard_reason(n) or self.gate_reason(n) or not self._pods(n):
                 continue  # an earlier action this pass moved pods onto it
             pre = early.get(n)
-            if pre is None and self._first_fit_applies([n]):
-                pre = self._first_fit_check([n])
-            elif pre is None and did:
+            if pre is None and did and not self._first_fit_applies([n]):
                 pre = self._precheck([n])  # the state moved since the pass began: look again, it is cheap
             if pre:
                 self.failed[("single", n)] = self.sim.epoch
-                self.why_not[n] = pre
+                self._spare(n, pre)
                 continue
-            if self._out_of_solves():
-                break
-            wi = self.sim.what_if([n], max_new=1)
+            wi = self._first_fit_whatif([n])  # its first-fit pass also rules out what _first_fit_check would
+            if wi is None:
+                pre = self._first_fit_check([n]) if self._first_fit_applies([n]) else None
+                if pre:
+                    self.failed[("single", n)] = self.sim.epoch
+                    self._spare(n, pre)
+                    continue
+                if self._out_of_solves():
+                    break
+                wi = self.sim.what_if([n], max_new=1)
             fail, savings, options, note = self._judge([n], wi)
             if fail:
                 self.failed[("single", n)] = self.sim.epoch
-                self.why_not[n] = fail
+                self._spare(n, fail)
                 continue
             self._commit([n], wi, "underutilized", self._consolidation_why([n], wi, savings, note), savings, options)
             did = True
         return did
+
+    # ------------------------------------------------------------------ what a blocked move would save
+    def _price_blocked(self, names: Sequence[str]) -> dict[str, float]:
+        """For nodes a rule spares (PDB, do-not-disrupt, budget): the saving per hour of consolidating each alone,
+        with the rule lifted, in the cluster as the action list leaves it. Judged as single-node consolidation
+        judges a move (delete if the pods land elsewhere with every constraint, else one strictly cheaper
+        replacement, spot rules included) but without --min-savings, which is a policy rather than a fact about
+        the move. Nodes with no saving move, or that the simulation limit left unevaluated, are absent."""
+        out: dict[str, float] = {}
+        todo = [
+            n
+            for n in names
+            if n in self.sim.specs and self.price_known[n] and self.gate_reason(n) is None
+        ]
+        if not todo:
+            return out
+        early = self._precheck_many(todo)
+        first = self.sim.solves
+        full = 0
+        roomy = self._roomiest_rows()
+        # the most expensive nodes first: when the allowance runs out, the large savings are known
+        todo.sort(key=lambda n: (-self.price[n], n))
+        for n in todo:
+            if n in early:
+                continue
+            if not self._pods(n) and not self.sim.reserved_on.get(n):
+                out[n] = self.price[n]  # an empty node: deleting it saves what it costs
+                continue
+            if self._fits_in_roomiest(n, roomy):
+                out[n] = self.price[n]  # its pods fit on other nodes as they are: deleting it saves its price
+                continue
+            # best effort: past the allowance nothing more is priced; those nodes stay unknown (None), and the
+            # run itself is never marked truncated for it
+            if full >= MAX_BLOCKED_EVALUATIONS or self.sim.solves - first >= MAX_BLOCKED_SOLVES:
+                continue
+            full += 1
+            capped = self.sim.solves >= self.max_solves
+            wi = self._first_fit_whatif([n], simulate=not capped)
+            if wi is None:
+                if capped or self._first_fit_check([n]):
+                    continue
+                wi = self.sim.what_if([n], max_new=1)
+            fail, savings, _, _ = self._judge([n], wi, honour_min_savings=False)
+            if not fail and savings > _EPS:
+                out[n] = round(savings, 6)
+        return out
+
+    def _roomiest_rows(self) -> tuple[dict[str, int], npt.NDArray[np.int64], npt.NDArray[np.int64]]:
+        """The first-fit matrix's rows and the ROOMIEST + 1 rows with the most free cpu (then memory)."""
+        keys = self._type_table()[0]
+        rows, free = self.sim.first_fit_matrix(keys)
+        if not len(rows):
+            return rows, free, np.zeros(0, dtype=np.int64)
+        ci, mi = keys.index("cpu"), keys.index("memory")
+        order = np.lexsort((-free[:, mi], -free[:, ci]))[: ROOMIEST + 1]
+        return rows, free, order.astype(np.int64)
+
+    def _fits_in_roomiest(
+        self, name: str, roomy: tuple[dict[str, int], npt.NDArray[np.int64], npt.NDArray[np.int64]]
+    ) -> bool:
+        """A cheap sufficient test for pricing: the node's pods (room alone deciding where they go, none pending
+        bound for it) first-fit onto the roomiest other nodes. Any placement that fits is a valid one, so a yes
+        proves the delete; a no proves nothing (the full evaluation decides)."""
+        rows, free, order = roomy
+        pods = self._pods(name)
+        if not len(order) or not self._first_fit_applies([name]) or not all(
+            self.sim.inert(p) and p.requests.get("pods", 0) > 0 for p in pods
+        ):
+            return False
+        own = rows.get(name)
+        pick = order[order != own][:ROOMIEST] if own is not None else order[:ROOMIEST]
+        f = free[pick].copy()
+        keys = self._type_table()[0]
+        for p in sorted(pods, key=lambda q: (-q.requests.get("cpu", 0), -q.requests.get("memory", 0), q.key)):
+            v = np.array([p.requests.get(k, 0) for k in keys], dtype=np.int64)
+            ok = np.flatnonzero(np.all(f >= v, axis=1))
+            if not len(ok):
+                return False
+            f[ok[0]] -= v
+        return True
 
     # ------------------------------------------------------------------ the loop
     def run(self) -> Report:
@@ -919,16 +1164,24 @@ class _Engine:
         for n in self.input_order:
             if n in self.disrupted:
                 continue
-            r = self.hard_reason(n) or self.method_why.get(n)
+            r, kind = self.hard_block(n)
+            if r is None and n in self.method_why:
+                r, kind = self.method_why[n], self.method_kind.get(n)
             if r is None and not self.price_known[n]:
                 r = "its price is unknown (the catalog has no offering for its instance type, zone and capacity type)"
-            r = r or self.why_not.get(n) or self.gate_reason(n)
+            if r is None and n in self.why_not:
+                r, kind = self.why_not[n], self.why_kind.get(n)
+            r = r or self.gate_reason(n)
             if r is None:
                 if self.truncated:
                     r = "not evaluated: the simulation limit was reached"
                 else:
                     r = "no cheaper arrangement of its pods was found"
-            report.not_disrupted.append(NotDisrupted(n, r))
+            report.not_disrupted.append(NotDisrupted(n, r, kind))
+        blocked = [x.node for x in report.not_disrupted if x.blocked_by is not None]
+        prices = self._price_blocked(blocked) if self.price_blocked else {}
+        for x in report.not_disrupted:
+            x.savings_per_hour = prices.get(x.node)
         report.solves = self.sim.solves
         report.solve_seconds = time.perf_counter() - started
         return report
@@ -940,7 +1193,12 @@ def consolidate(
     *,
     min_savings: MinSavings | None = None,
     max_solves: int = 20_000,
+    price_blocked: bool = True,
 ) -> Report:
-    """The actions the disruption controller would take now, in order, with the reasons for every node it spares."""
+    """The actions the disruption controller would take now, in order, with the reasons for every node it spares.
+
+    price_blocked: work out what each move a PDB, do-not-disrupt or budget blocks would save (NotDisrupted's
+    savings_per_hour); a caller that never shows it (the preview) saves the time. The actions are the same.
+    """
     now = at or datetime.now(UTC)
-    return _Engine(cluster, now, min_savings, max_solves).run()
+    return _Engine(cluster, now, min_savings, max_solves, price_blocked).run()

@@ -17,6 +17,7 @@ from packing.nodepool import DaemonSet, ExistingNodeSpec, NodePool, PodDisruptio
 from packing.pods import Pod
 
 __all__ = [
+    "BLOCKED_BY",
     "DO_NOT_DISRUPT",
     "Action",
     "Budget",
@@ -124,10 +125,21 @@ class Action:
     cost_after: float = 0.0  # of the replacements
 
 
+# The kinds of rule that can forbid a move that would otherwise be judged on its money (NotDisrupted.blocked_by)
+BLOCKED_BY = ("pdb", "do-not-disrupt", "budget")
+
+
 @dataclass
 class NotDisrupted:
     node: str
     reason: str
+    # "pdb", "do-not-disrupt" or "budget" when a rule spares the node; None when it is spared for any other reason
+    # (no cheaper arrangement, consolidateAfter, not a candidate...)
+    blocked_by: str | None = None
+    # for a blocked node: what consolidating it would save per hour if the block were lifted, judged as single-node
+    # consolidation judges a move, in the cluster as the action list leaves it; None when no saving move exists or
+    # it could not be evaluated (the simulation limit)
+    savings_per_hour: float | None = None
 
 
 @dataclass

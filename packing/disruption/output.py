@@ -23,7 +23,15 @@ def render_json(r: Report) -> dict[str, Any]:
             }
             for a in r.actions
         ],
-        "not_disrupted": [{"node": n.node, "reason": n.reason} for n in r.not_disrupted],
+        "not_disrupted": [
+            {
+                "node": n.node,
+                "reason": n.reason,
+                "blocked_by": n.blocked_by,
+                "savings_per_hour": None if n.savings_per_hour is None else round(n.savings_per_hour, 6),
+            }
+            for n in r.not_disrupted
+        ],
         "summary": {
             "nodes": r.nodes,
             "cost_per_hour_before": round(r.cost_before, 6),
@@ -57,7 +65,10 @@ def render_text(r: Report, out: TextIO) -> None:
         w("Not disrupted:\n")
         width = max(len(n.node) for n in r.not_disrupted)
         for n in r.not_disrupted:
-            w(f"  {n.node.ljust(width)}  {n.reason}\n")
+            blocked = ""
+            if n.blocked_by is not None and n.savings_per_hour is not None:
+                blocked = f" (blocked by {n.blocked_by}; would save ${n.savings_per_hour:.4f}/h)"
+            w(f"  {n.node.ljust(width)}  {n.reason}{blocked}\n")
     w(
         f"Nodes: {r.nodes}   Cost: ${r.cost_before:.4f}/h -> ${r.cost_after:.4f}/h "
         f"(saves ${r.cost_before - r.cost_after:.4f}/h)   Solve: {r.solve_seconds:.3f}s\n"

@@ -1,7 +1,13 @@
 """What-if scheduling for disruption: the cluster as it stands after earlier actions, and "what if these nodes went".
 
-Every what-if is one call of the provisioning engine's Scheduler.solve(pods, exclude_nodes=...): the evicted pods
-(as pending) and the cluster's pending pods, which compete for the same room as Karpenter's simulation has them do.
+Every what-if is one call of the provisioning engine's Scheduler.solve(pods, exclude_nodes=...) for the evicted pods
+(as pending). The cluster's pending pods are placed once, first, as the provisioner would place them, and their
+places are part of the state every move sees: a pending pod bound for an existing node holds that room (a move may
+not take it), and one bound for a new nodeclaim keeps its claim, which no move touches. Karpenter simulates the
+pending pods again with every move; holding their places instead never accepts a move that takes room a pending
+pod needs (it may only refuse a move the joint simulation would have found by moving a pending pod aside), and it
+spares every what-if the cost of re-placing hundreds of pending pods. A move that removes a node a pending pod was
+bound for re-places that pod with the evicted ones: it must land, and a new node it needs is part of the move.
 The Scheduler is given a compact but equivalent picture of the cluster: a running pod that no topology rule can
 see (no host ports, no anti-affinity of its own, matched by no pod's spread or (anti-)affinity selector) affects
 scheduling only through the room it takes, so it is folded into its node's allocatable instead of being listed.
@@ -18,10 +24,22 @@ from dataclasses import dataclass, field
 import numpy as np
 import numpy.typing as npt
 
-from packing.nodepool import HOSTNAME_LABEL, ExistingNodeSpec
+from packing.nodepool import (
+    CAPACITY_TYPE_LABEL,
+    HOSTNAME_LABEL,
+    INSTANCE_TYPE_LABEL,
+    NODEPOOL_LABEL,
+    ZONE_LABEL,
+    ExistingNodeSpec,
+    NodePool,
+)
 from packing.pods import LabelSelector, Pod
 from packing.resources import Resources
 from packing.scheduling.scheduler import PlannedNodeClaim, Results, Scheduler
+from packing.taints import Taint
+
+_USAGE_TAINT = Taint("loadmaster.dev/limit-usage", "", "NoSchedule")
+_ONE_NODE = Resources({"nodes": 1000})  # how limits count nodes
 
 __all__ = ["ClusterSim", "WhatIf"]
 
@@ -45,9 +63,10 @@ class WhatIf:
     evicted: list[Pod]
     failure: str = ""  # why not every evicted pod found a place ("" when all did)
     claims: list[PlannedNodeClaim] = field(default_factory=list)  # new nodeclaims holding evicted pods
-    extra_cost: float = 0.0  # $/h of new nodeclaims beyond what the pending pods alone would launch
+    extra_cost: float = 0.0  # $/h of the new nodeclaims the move launches
     targets: dict[str, str] = field(default_factory=dict)  # evicted pod key -> existing node
     claim_targets: dict[str, str] = field(default_factory=dict)  # evicted pod key -> (solve-local) claim name
+    displaced: list[Pod] = field(default_factory=list)  # pending pods that were bound for the removed nodes
 
     @property
     def ok(self) -> bool:
@@ -95,9 +114,29 @@ class ClusterSim:
             (self.fixed_on if p.key in self.fixed else self.pods_on)[p.node_name].append(p)
             self._place(p, p.node_name)
         self._view: Scheduler | None = None
-        self._baseline: dict[str, float] = {}
+        self._usage: dict[str, Resources] | None = None
+        self._cap_range: dict[str, tuple[Resources, Resources]] = {}
+        self._unlimited: Scheduler | None = None
         self.solves = 0
         self.epoch = 0  # bumped whenever capacity is added, so remembered failures can be retried
+        # pending pods the provisioner would bind to each existing node (they hold that room in every what-if)
+        self.reserved_on: dict[str, list[Pod]] = {n.name: [] for n in nodes}
+        if self.pending:
+            self._reserve_pending()
+
+    def _reserve_pending(self) -> None:
+        """Place the pending pods once, as the provisioning engine would, and keep the existing-node places."""
+        res = self._solve(self.pending, self.excluded, "cost")
+        for e in res.existing:
+            for p in e.pods:
+                placed = dataclasses.replace(p, node_name=e.name)
+                if e.name in self.specs:
+                    self.reserved_on[e.name].append(placed)
+                    self._place(placed, e.name)
+                else:  # an in-flight NodeClaim: never a candidate, only its room matters
+                    self.orphans.append(placed)
+                    self._matrix_dirty()
+        self._view = None
 
     # ------------------------------------------------------------------ state
     def inert(self, p: Pod) -> bool:
@@ -173,6 +212,7 @@ class ClusterSim:
 
     # ------------------------------------------------------------------ what-if
     def _matrix_dirty(self) -> None:
+        self._usage = None
         self._matrix.clear()
         self._row_index.clear()
         self._ff.clear()
@@ -233,18 +273,37 @@ class ClusterSim:
         view = self.scheduler()
         if pods and self._resource_only(pods):
             # Only room decides where these pods go, so a node none of them fits on cannot take part: leave it
-            # out of the simulation (nodes of pools with limits stay, they count toward the limits). On a large
-            # cluster most nodes are full, and the simulation's cost grows with the nodes it is shown.
+            # out of the simulation. On a large cluster most nodes are full, and the simulation's cost grows with
+            # the nodes it is shown. What the nodes left out of a pool with limits count toward those limits is
+            # kept by one stand-in node per pool that holds their capacity and can take no pod (no allocatable,
+            # and a taint); a pool limiting its number of nodes keeps its nodes instead.
             keys = tuple(sorted({k for p in pods for k in p.requests}))
             reqs = np.unique(np.array([[p.requests.get(k, 0) for k in keys] for p in pods], dtype=np.int64), axis=0)
-            limited = {p.name for p in view.nodepools if p.limits}
+            limited = {p.name: "nodes" in p.limits for p in view.nodepools if p.limits}
             keep: list[ExistingNodeSpec] = []
+            usage: dict[str, Resources] = {}
             names, free = self.free_matrix(keys)
             if names:
                 room = np.any(np.all(free[:, None, :] >= reqs[None, :, :], axis=2), axis=1)
                 for n, ok in zip(names, [bool(x) for x in room], strict=True):
-                    if n in self.specs and n not in exclude and (ok or self.specs[n].nodepool in limited):
+                    if n not in self.specs or n in exclude:
+                        continue
+                    pool = self.specs[n].nodepool or ""
+                    if ok or limited.get(pool):
                         keep.append(self.compact_spec(n))
+                    elif pool in limited:
+                        spec = self.compact_spec(n)
+                        usage[pool] = usage.get(pool, Resources()) + (spec.capacity or spec.allocatable)
+            if limited and self._far_from_limits(exclude, len(pods)):
+                # so far from every limit that none can bind: the pools' limits are lifted for this solve, which
+                # spares the Scheduler its limit bookkeeping (and its modest claim sizes under limits)
+                sub = self._unlimited_scheduler()
+                sub.existing_nodes = keep + list(self.inflight)
+                kept = {s.name for s in keep}
+                sub.running_pods = [p for n in self.order if n in kept for p in self._live[n]]
+                return self._call(sub, pods, (), strategy)
+            for pool, cap in sorted(usage.items()):
+                keep.append(self._stand_in(pool, cap))
             sub = copy.copy(view)
             sub.existing_nodes = keep + list(self.inflight)
             kept = {s.name for s in keep}
@@ -263,48 +322,155 @@ class ClusterSim:
             # it only sometimes proposes two new nodes where one would have done (and the move is then skipped)
             return sched.solve(pods, exclude_nodes=exclude)
 
-    def baseline_cost(self, strategy: str) -> float:
-        """$/h of the nodeclaims the pending pods alone would launch in the current state (same strategy as the
-        what-if it is compared with, so that the difference is the evicted pods' doing and not the packer's)."""
-        if not self.pending:
-            return 0.0
-        hit = self._baseline.get(strategy)
-        if hit is None:
-            hit = self._baseline[strategy] = self._solve(self.pending, self.excluded, strategy).cost_per_hour
-        return hit
-
     def what_if(self, names: Sequence[str], *, max_new: int | None = None) -> WhatIf:
         """Remove `names` and reschedule their pods. max_new: try Karpenter's pod-by-pod packing when the cost
         packer spreads the evicted pods over more new nodeclaims than allowed (it fills one claim first)."""
         evicted = [dataclasses.replace(p, node_name="") for n in names for p in self.pods_on[n]]
-        keys = {p.key for p in evicted}
+        displaced = [dataclasses.replace(p, node_name="") for n in names for p in self.reserved_on.get(n, ())]
         exclude = set(names) | self.excluded
-        pods = evicted + [p for p in self.pending if p.key not in keys]
+        pods = evicted + displaced
+        if not pods:
+            return WhatIf(Results(), [])
         # Consolidation may launch at most one node, and Karpenter's pod-by-pod packing (the engine's "greedy"
         # strategy) fills one new nodeclaim before it opens another, launching the cheapest type that holds
         # them all: exactly the question "do the pods fit elsewhere plus one cheaper node". Drift and expiration
         # may launch several nodes, and there the cost packer's cheaper arrangement is the better answer.
         strategy = "greedy" if max_new is not None else "cost"
-        return self._interpret(self._solve(pods, exclude, strategy), evicted, keys, strategy)
+        return self._interpret(self._solve(pods, exclude, strategy), evicted, displaced)
 
-    def _interpret(self, res: Results, evicted: list[Pod], keys: set[str], strategy: str) -> WhatIf:
-        wi = WhatIf(res, evicted)
-        for key in sorted(keys & set(res.unschedulable)):
-            reasons = res.unschedulable[key]
-            detail = "; ".join(f"nodepool {np_}: {r}" if np_ else r for np_, r in reasons[:2]) or "no place"
-            wi.failure = f"pod {key} would not fit elsewhere ({detail})"
-            return wi
+    def usage_without(self, names: Iterable[str]) -> dict[str, Resources]:
+        """What the nodes that stay (and in-flight claims) count toward each limited pool's limits."""
+        usage = self._limit_usage()
+        for n in set(names) - self.excluded:  # the usage already leaves the excluded nodes out
+            spec = self.specs.get(n)
+            if spec is not None and spec.nodepool in usage:
+                usage[spec.nodepool] = usage[spec.nodepool] - (spec.capacity or spec.allocatable) - _ONE_NODE
+        return usage
+
+    def no_new_node(self, names: Sequence[str]) -> bool:
+        """True when every pool has limits too close to launch even its smallest type once `names` are gone: then
+        nothing new can start, whatever the simulation would choose."""
+        usage = self.usage_without(names)
+        return all(
+            p.limits is not None and p.name in usage and any(
+                usage[p.name].get(k, 0) + (1000 if k == "nodes" else self._capacity_range(p)[1].get(k, 0)) > v
+                for k, v in p.limits.items()
+            )
+            for p in self.base.nodepools
+        )
+
+    def what_if_rest(
+        self, names: Sequence[str], evicted: list[Pod], displaced: list[Pod], targets: Mapping[str, str],
+        rest: Sequence[Pod],
+    ) -> WhatIf:
+        """Remove `names` when the caller has already placed some of the pods to move on existing nodes (`targets`)
+        and only `rest` is left for new nodes: the simulation plans those alone, against no existing node (one
+        stand-in per pool with limits holds what the nodes that stay count toward them, unless no limit can bind).
+        Only for pods that room alone decides (no constraint, seen by no topology rule)."""
+        exclude = set(names) | self.excluded
+        if self._far_from_limits(exclude, len(rest)):
+            view = self._unlimited_scheduler()
+            view.existing_nodes = []
+        else:
+            view = copy.copy(self.scheduler())
+            # the Scheduler counts each stand-in as one node of its own: take that one out of the count it carries
+            view.existing_nodes = [
+                self._stand_in(pool, cap - _ONE_NODE) for pool, cap in sorted(self.usage_without(exclude).items())
+            ]
+        view.running_pods = []
+        self.solves += 1
+        pods = [dataclasses.replace(p, node_name="") for p in rest]
+        wi = self._interpret(self._call(view, pods, (), "greedy"), evicted, displaced)
+        if wi.ok:
+            wi.targets.update(targets)
+        return wi
+
+    def _far_from_limits(self, exclude: Collection[str], n_pods: int) -> bool:
+        """True when no limit can bind in a solve of n_pods pods (each opens at most one node)."""
+        if not any(p.limits for p in self.base.nodepools):
+            return True
+        usage = self.usage_without(exclude)
+        for p in self.base.nodepools:
+            if not p.limits:
+                continue
+            biggest = self._capacity_range(p)[0]
+            used = usage.get(p.name, Resources())
+            for k, v in p.limits.items():
+                add = 1000 * n_pods if k == "nodes" else n_pods * biggest.get(k, 0)
+                if used.get(k, 0) + add > v:
+                    return False
+        return True
+
+    def _limit_usage(self) -> dict[str, Resources]:
+        """Capacity of the nodes and in-flight claims of each pool with limits (a copy: callers adjust it)."""
+        if self._usage is None:
+            limited = {p.name for p in self.base.nodepools if p.limits}
+            usage: dict[str, Resources] = {}
+            for spec in [*(self.specs[n] for n in self.order if n not in self.excluded), *self.inflight]:
+                pool = spec.nodepool or ""
+                if pool in limited:
+                    usage[pool] = usage.get(pool, Resources()) + (spec.capacity or spec.allocatable) + _ONE_NODE
+            self._usage = usage
+        return dict(self._usage)
+
+    def _capacity_range(self, pool: NodePool) -> tuple[Resources, Resources]:
+        """Elementwise largest and smallest capacity among the types the pool could launch (zone and capacity
+        type aside, which only widens the range: both serve as bounds)."""
+        hit = self._cap_range.get(pool.name)
+        if hit is None:
+            big: dict[str, int] = {}
+            small: dict[str, int] = {}
+            reqs = [(k, r) for k, r in pool.requirements.items() if k not in (ZONE_LABEL, CAPACITY_TYPE_LABEL)]
+            for it in self.base.instance_types:
+                labels = dict(it.labels)
+                labels[INSTANCE_TYPE_LABEL] = it.name
+                if all(r.has(labels.get(k)) for k, r in reqs):
+                    for k in {*it.capacity, *small}:
+                        v = it.capacity.get(k, 0)
+                        big[k] = max(big.get(k, 0), v)
+                        small[k] = min(small.get(k, v), v)
+            hit = self._cap_range[pool.name] = (Resources(big), Resources(small))
+        return hit
+
+    def _unlimited_scheduler(self) -> Scheduler:
+        """The base Scheduler with every pool's limits lifted (for solves the limits provably cannot bind)."""
+        if self._unlimited is None:
+            b = self.base
+            pools = [dataclasses.replace(p, limits=None) for p in b.nodepools]
+            self._unlimited = Scheduler(pools, b.instance_types, (), (), b.daemonsets)
+        return copy.copy(self._unlimited)
+
+    @staticmethod
+    def _stand_in(pool: str, capacity: Resources) -> ExistingNodeSpec:
+        """A node that counts `capacity` toward the pool's limits and can take no pod."""
+        name = f"loadmaster.dev/limit-usage-{pool}"
+        return ExistingNodeSpec(
+            name, {NODEPOOL_LABEL: pool, HOSTNAME_LABEL: name}, Resources(), (_USAGE_TAINT,), True, "Node",
+            capacity=capacity,
+        )
+
+    @staticmethod
+    def _interpret(res: Results, evicted: list[Pod], displaced: list[Pod]) -> WhatIf:
+        wi = WhatIf(res, evicted, displaced=displaced)
+        keys = {p.key for p in evicted}
+        for who, group in (("pod", keys), ("pending pod", {p.key for p in displaced})):
+            for key in sorted(group & set(res.unschedulable)):
+                reasons = res.unschedulable[key]
+                detail = "; ".join(f"nodepool {np_}: {r}" if np_ else r for np_, r in reasons[:2]) or "no place"
+                if who == "pod":
+                    wi.failure = f"pod {key} would not fit elsewhere ({detail})"
+                else:
+                    wi.failure = f"pending pod {key} would schedule on it and would not fit elsewhere ({detail})"
+                return wi
         for e in res.existing:
             for p in e.pods:
-                if p.key in keys:
-                    wi.targets[p.key] = e.name
+                wi.targets[p.key] = e.name
         for c in res.nodeclaims:
-            mine = [p for p in c.pods if p.key in keys]
-            if mine:
-                wi.claims.append(c)
-                for p in mine:
-                    wi.claim_targets[p.key] = c.name
-        wi.extra_cost = max(0.0, res.cost_per_hour - self.baseline_cost(strategy))
+            # only evicted and displaced pods were solved for, so every new nodeclaim is the move's own
+            wi.claims.append(c)
+            for p in c.pods:
+                wi.claim_targets[p.key] = c.name
+        wi.extra_cost = max(0.0, sum(c.price_per_hour for c in res.nodeclaims))
         return wi
 
     # ------------------------------------------------------------------ apply
@@ -312,6 +478,7 @@ class ClusterSim:
         for n in names:
             self.specs.pop(n, None)
             self.pods_on.pop(n, None)
+            self.reserved_on.pop(n, None)
             self.fixed_on.pop(n, None)
             self._folded.pop(n, None)
             self._live.pop(n, None)
@@ -322,7 +489,6 @@ class ClusterSim:
         self.order = [n for n in self.order if n not in gone]
         self._matrix_dirty()
         self._view = None
-        self._baseline.clear()
 
     def apply(self, names: Sequence[str], wi: WhatIf, renamed: Mapping[str, str]) -> None:
         """Delete `names`, launch the what-if's claims under their new names, and run the evicted pods there."""
@@ -349,20 +515,21 @@ class ClusterSim:
             self.specs[name] = spec
             self.order.append(name)
             self.pods_on[name] = []
+            self.reserved_on[name] = []
             self.fixed_on[name] = []
             self._folded[name] = Resources()
             self._live[name] = []
             self.epoch += 1
             self._matrix_dirty()
-        for p in wi.evicted:
-            claim = wi.claim_targets.get(p.key)
-            target = renamed[claim] if claim is not None else wi.targets[p.key]
-            moved = dataclasses.replace(p, node_name=target)
-            if target in self.specs:
-                self.pods_on[target].append(moved)
-                self._place(moved, target)
-            else:  # an in-flight NodeClaim: not a candidate, so only its room matters
-                self.orphans.append(moved)
-                self._matrix_dirty()
+        for group, where in ((wi.evicted, self.pods_on), (wi.displaced, self.reserved_on)):
+            for p in group:
+                claim = wi.claim_targets.get(p.key)
+                target = renamed[claim] if claim is not None else wi.targets[p.key]
+                moved = dataclasses.replace(p, node_name=target)
+                if target in self.specs:
+                    where[target].append(moved)
+                    self._place(moved, target)
+                else:  # an in-flight NodeClaim: not a candidate, so only its room matters
+                    self.orphans.append(moved)
+                    self._matrix_dirty()
         self._view = None
-        self._baseline.clear()

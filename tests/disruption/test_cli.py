@@ -127,7 +127,9 @@ def test_json_shape(tmp_path: Path) -> None:
     under = next(a for a in doc["actions"] if a["reason"] == "underutilized")
     # both pods fit on the do-not-disrupt node's free room, so both their nodes go in one multi-node action
     assert (sorted(under["nodes"]), under["moves"]) == (["n1", "n2"], {"default/web-1": "n4", "default/web-2": "n4"})
-    assert {"node": "n4", "reason": "node n4 has do-not-disrupt"} in doc["not_disrupted"]
+    n4 = next(n for n in doc["not_disrupted"] if n["node"] == "n4")
+    assert set(n4) == {"node", "reason", "blocked_by", "savings_per_hour"}
+    assert (n4["reason"], n4["blocked_by"]) == ("node n4 has do-not-disrupt", "do-not-disrupt")
     assert doc["summary"]["cost_per_hour_after"] < doc["summary"]["cost_per_hour_before"]
 
 
@@ -264,3 +266,27 @@ def test_reads_kubectl_lists_with_status_annotations_and_pdb_status(tmp_path: Pa
     # "sick" is NotReady and "dying" is being deleted: two of the three nodes the budget allows are in use, and
     # the empty NotReady node is the one emptiness takes (it was already counted, so it is counted once)
     assert [(a["reason"], a["nodes"]) for a in doc["actions"]] == [("empty", ["sick"])]
+
+
+def test_blocked_moves_carry_their_kind_and_saving(tmp_path: Path) -> None:
+    pdb = """
+apiVersion: policy/v1
+kind: PodDisruptionBudget
+metadata: {name: web, namespace: default}
+spec:
+  minAvailable: 2
+  selector: {matchLabels: {app: web}}
+"""
+    files = cluster_files(
+        tmp_path, pdb, node_doc("n1"), node_doc("n2"), pod_doc("web-1", "n1", "1"), pod_doc("web-2", "n2", "1")
+    )
+    code, out, err = run([*files, "--at", "2026-11-30T12:00:00Z"])
+    assert code == 0, err
+    doc = json.loads(out)
+    assert doc["actions"] == []
+    for n in doc["not_disrupted"]:
+        assert n["blocked_by"] == "pdb" and n["reason"].startswith("pdb default/web blocks eviction")
+        # either node's pod fits on the other: lifting the PDB would delete the node, saving its whole price
+        assert n["savings_per_hour"] == pytest.approx(0.192)
+    code, text, _ = run([*files, "--at", "2026-11-30T12:00:00Z", "--output", "text"])
+    assert code == 0 and "blocked by pdb; would save $0.1920/h" in text

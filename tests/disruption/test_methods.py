@@ -7,6 +7,7 @@ from datetime import timedelta
 from packing.disruption import MinSavings, consolidate
 from packing.nodepool import NodePool
 from packing.requirements import Requirement, Requirements
+from packing.resources import Resources
 from packing.taints import Taint
 from tests.disruption.helpers import (
     AT,
@@ -23,7 +24,7 @@ from tests.disruption.helpers import (
 )
 
 CAT = {it.name: it for it in catalog()}
-M4, M8, C2, M2 = CAT["m-4x"], CAT["m-8x"], CAT["c-2x"], CAT["m-2x"]
+M4, M8, C2, M2, M16 = CAT["m-4x"], CAT["m-8x"], CAT["c-2x"], CAT["m-2x"], CAT["m-16x"]
 
 
 def reasons(report: object) -> dict[str, str]:
@@ -232,3 +233,61 @@ def test_node_with_unknown_price_is_reported() -> None:
     r = consolidate(cluster([node("n1", M4, zone="us-east-1z"), node("n2", M8)], [pod("a", "n1", "1"), pod("b", "n2", "5")]), AT)
     assert "n1" not in {x for a in r.actions for x in a.nodes}
     assert {x.node: x.reason for x in r.not_disrupted}["n1"].startswith("its price is unknown")
+
+
+def test_a_move_never_takes_the_room_a_pending_pod_is_bound_for() -> None:
+    # n2 has room for n1's pod or for the pending pod, not both: n1 stays, whatever it would save
+    p = pool("default", Requirement.new(CT, "In", ["on-demand"]),
+             Requirement.new("node.kubernetes.io/instance-type", "In", ["m-4x"]))
+    nodes = [node("n1", M4), node("n2", M4)]
+    pods = [pod("a", "n1", "3"), pod("b", "n2", "1"), pod("pending", "", "3")]
+    r = consolidate(cluster(nodes, pods, pools=[p]), AT)
+    assert not r.actions
+    # without the pending pod, one node's worth is saved (n1's pod moves to n2, or both go to one new node)
+    r = consolidate(cluster(nodes, pods[:2], pools=[p]), AT)
+    assert sum(a.savings_per_hour for a in r.actions) >= M4.offerings[0].price - 1e-9  # type: ignore[operator]
+
+
+def test_pending_pods_bound_for_a_removed_node_move_with_its_pods() -> None:
+    # the pending pod would schedule on n1; consolidating n1 must find it a place too (here: the replacement)
+    p = pool("default", Requirement.new(CT, "In", ["on-demand"]))
+    nodes = [node("n1", M16)]
+    pods = [pod("a", "n1", "1"), pod("pending", "", "1")]
+    r = consolidate(cluster(nodes, pods, pools=[p]), AT)
+    assert [(a.type, a.nodes) for a in r.actions] == [("replace", ["n1"])]
+    a = r.actions[0]
+    assert a.moves == {"default/a": a.replacements[0]["name"]}  # moves list evicted pods only
+    assert "default/pending" in a.replacements[0]["pods"]
+    assert "1 pending pod that would have scheduled on it" in a.why or "all 1 of its pods" in a.why
+    # the replacement holds both: it is at least as big as both pods need
+    assert a.savings_per_hour < M16.offerings[0].price  # type: ignore[operator]
+
+
+def test_pool_limits_hold_for_replacements() -> None:
+    big = node("n1", CAT["m-8x"])
+    pods = [pod("a", "n1", "3"), pod("b", "n2", "3500m")]
+    nodes = [big, node("n2", M4)]
+    on_demand = Requirement.new(CT, "In", ["on-demand"])
+    free = consolidate(cluster(nodes, pods, pools=[pool("default", on_demand)]), AT)
+    assert any(a.type == "replace" and "n1" in a.nodes for a in free.actions)
+    # 12 cpu used and a limit of 12: n1 (8 cpu) may go only for a replacement of at most 8 cpu
+    roomy = consolidate(cluster(nodes, pods, pools=[pool("default", on_demand, limits=Resources.parse({"cpu": "1000"}))]), AT)
+    assert [(a.type, a.nodes, a.savings_per_hour) for a in roomy.actions] == [
+        (a.type, a.nodes, a.savings_per_hour) for a in free.actions
+    ]
+    tight = consolidate(cluster(nodes, pods, pools=[pool("default", on_demand, limits=Resources.parse({"cpu": "7"}))]), AT)
+    for a in tight.actions:
+        assert not a.replacements, a  # 4 cpu stay on n2 or 8 on n1: any new node would pass 7 cpu
+
+
+def test_a_node_count_limit_counts_the_replacement() -> None:
+    from packing.disruption.model import DO_NOT_DISRUPT
+
+    nodes = [node("n1", M16), node("n2", M4, annotations={DO_NOT_DISRUPT: "true"})]  # n2 stays either way
+    pods = [pod("a", "n1", "3"), pod("b", "n2", "3500m")]
+    on_demand = Requirement.new(CT, "In", ["on-demand"])
+    two = consolidate(cluster(nodes, pods, pools=[pool("default", on_demand, limits=Resources.parse({"nodes": "2"}))]), AT)
+    assert [(a.type, a.nodes) for a in two.actions] == [("replace", ["n1"])]  # n1 out, one in: still 2 nodes
+    one = consolidate(cluster(nodes, pods, pools=[pool("default", on_demand, limits=Resources.parse({"nodes": "1"}))]), AT)
+    assert not one.actions
+    assert "every nodepool has reached its limits" in reasons(one)["n1"]

@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 
 from packing.disruption import Budget, Cluster, DisruptionSettings, PodMeta, Report, consolidate
 from packing.disruption.budgets import budget_limit
-from packing.disruption.model import BUDGET_REASONS, DO_NOT_DISRUPT
+from packing.disruption.model import BLOCKED_BY, BUDGET_REASONS, DO_NOT_DISRUPT
 from packing.nodepool import HOSTNAME_LABEL, ExistingNodeSpec, NodePool, PodDisruptionBudget
 from packing.pods import HostPort, Pod, PodAffinityTerm
 from packing.requirements import Requirement, Requirements
@@ -51,7 +51,12 @@ budget_st = st.one_of(
 @st.composite
 def clusters(draw: Any, heavy: bool = False) -> tuple[Cluster, Any]:
     """heavy: fewer obstacles (no drift or expiry, no consolidateAfter), so consolidation gets exercised."""
-    pools = [NodePool("default", Requirements([Requirement.new(CT, "In", draw(st.sampled_from([["on-demand"], ["on-demand", "spot"]])))]))]
+    limit = draw(st.sampled_from([None, None, "8", "24", "1000"]))  # cpu; small ones bind, 1000 never does
+    pools = [NodePool(
+        "default",
+        Requirements([Requirement.new(CT, "In", draw(st.sampled_from([["on-demand"], ["on-demand", "spot"]])))]),
+        limits=Resources.parse({"cpu": limit}) if limit else None,
+    )]
     if draw(st.booleans()):
         pools.append(NodePool("batch", Requirements([Requirement.new(CT, "In", ["on-demand", "spot"])]), taints=(TAINT,)))
     if not heavy and draw(st.booleans()):  # drift: the default pool now wants family m only
@@ -290,8 +295,33 @@ def _check(c: Cluster, at: Any) -> None:
             assert a.savings_per_hour > 0
         if a.reason == "empty":
             assert not a.moves and not a.replacements
+    # a replacement never takes a pool over its limits, counting the nodes left and every earlier replacement (nodes
+    # already being deleted are on their way out: like the provisioning simulation, the engine does not count them)
+    cap = {
+        n.name: (n.nodepool or "", (n.spec.capacity or n.spec.allocatable).get("cpu", 0)) for n in c.nodes if not n.deleting
+    }
+    for a in report.actions:
+        for n in a.nodes:
+            cap.pop(n)
+        for r in a.replacements:
+            cap[r["name"]] = (r["nodepool"], BY[r["instance_type"]].capacity.get("cpu", 0))
+        for pool in c.nodepools:
+            if pool.limits and any(r["nodepool"] == pool.name for r in a.replacements):
+                used = sum(v for p_, v in cap.values() if p_ == pool.name)
+                assert used <= pool.limits.get("cpu", 0), (a, used, pool.limits)
     for a in report.actions:
         event(f"action {a.type}/{a.reason}")
     _replay_and_verify(c, report)
     spared = {n.node for n in report.not_disrupted}
     assert spared | seen == set(info) and not (spared & seen)
+    # a blocked node names the kind of rule its reason states, and a blocked move's saving is one node's worth
+    for x in report.not_disrupted:
+        if x.blocked_by is not None:
+            assert x.blocked_by in BLOCKED_BY
+            assert x.node in managed and info[x.node].spec.initialized and not info[x.node].deleting
+            word = {"pdb": "PDB", "do-not-disrupt": "do-not-disrupt", "budget": "budget"}[x.blocked_by]
+            assert word.lower() in x.reason.lower(), x
+            event(f"blocked by {x.blocked_by}, priced: {x.savings_per_hour is not None}")
+        if x.savings_per_hour is not None:
+            assert x.blocked_by is not None
+            assert 0 < x.savings_per_hour <= price[x.node] + 1e-9, (x, price[x.node])
