@@ -139,7 +139,7 @@ def _simulated_instance(claim: NodeClaim, pool: str) -> Any:
         nodeclaim=claim.name, nodepool=pool, cluster=settings.LOADMASTER_CLUSTER_NAME, nodeclass=NODECLASS,
         options=[LaunchOption(claim.instance_type, claim.zone, claim.capacity_type,  # type: ignore[arg-type]
                               float(claim.price_per_hour or 0))],
-        labels=claim.labels, taints=[]))
+        labels=claim.labels, taints=list(claim.taints or [])))
 
 
 @transaction.atomic
@@ -151,6 +151,9 @@ def demo_load(*, user: Any = None) -> bool:
     pools = {spec["name"]: services.nodepool_create(values=spec, user=user, source="demo") for spec in NODEPOOLS}
     now = timezone.now()
     catalog = _catalog()
+    # The demo's claims carry their pool's taints like launched ones, or the simulated kube-scheduler
+    # would put any pod on the GPU and batch nodes.
+    pool_specs = {spec["name"]: spec for spec in NODEPOOLS}
     for name, pool, itype, capacity, zone, age, state in CLAIMS:
         created = now - timedelta(minutes=age)
         offer = _offer(catalog, itype, capacity, zone)
@@ -159,7 +162,7 @@ def demo_load(*, user: Any = None) -> bool:
             name=name, nodepool=pools[pool], nodepool_name=pool, instance_type=itype,
             instance_type_options=[itype], capacity_type=capacity, zone=zone, price_per_hour=price,
             price_source=offer.price_source, capacity=offer.capacity, allocatable=offer.allocatable,
-            created_at=created,
+            created_at=created, taints=list(pool_specs[pool].get("taints") or []),
             labels={"karpenter.sh/nodepool": pool, "node.kubernetes.io/instance-type": itype,
                     "karpenter.sh/capacity-type": capacity, "topology.kubernetes.io/zone": zone},
         )

@@ -311,3 +311,7 @@ def test_demo_setup_command_creates_accounts_and_fleet(db: Any, tmp_path: Any, s
     assert Decision.objects.filter(kind=Decision.UNSCHEDULABLE).exists()
     call_command("demo_setup")   # idempotent: nothing duplicated
     assert NodePool.objects.count() == 3 and User.objects.filter(username="demo").count() == 1
+    # Seeded claims carry their pool's taints, as launched ones do (else any pod lands on the GPU node).
+    for claim in NodeClaim.objects.select_related("nodepool"):
+        assert claim.taints == claim.nodepool.taints, claim.name
+    assert NodeClaim.objects.filter(nodepool_name="gpu").first().taints[0]["key"] == "nvidia.com/gpu"
