@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 
 from packing.quantity import QuantityError, format_quantity, parse_quantity
 
@@ -98,3 +98,8 @@ class Resources(Mapping[str, int]):
 
     def as_dict(self) -> dict[str, int]:
         return dict(self._d)
+
+    def vector(self, keys: Sequence[str]) -> tuple[int, ...]:
+        """The amounts of `keys`, in that order (zero where absent)."""
+        d = self._d
+        return tuple([d.get(k, 0) for k in keys])

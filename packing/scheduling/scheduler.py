@@ -16,6 +16,8 @@ nodes removed (exclude_nodes).
 
 from __future__ import annotations
 
+import contextlib
+import gc
 import operator
 import time
 from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
@@ -39,7 +41,7 @@ from packing.nodepool import (
 from packing.pods import HostPort, Pod
 from packing.requirements import Requirement, Requirements
 from packing.resources import CPU, MEMORY, PODS, Resources
-from packing.scheduling.packer import pack
+from packing.scheduling.packer import bin_totals, pack
 from packing.scheduling.topology import AFFINITY, ANTI, SPREAD, Topology, TopologyGroup
 from packing.taints import EPHEMERAL_TAINT_KEYS, Taint, first_untolerated
 
@@ -47,6 +49,10 @@ __all__ = ["ExistingNode", "NodeClaim", "PlannedNodeClaim", "Results", "Schedule
 
 Vec = tuple[int, ...]
 MAX_OPTIONS = 60
+_NONE: frozenset[str] = frozenset()
+_BASIC = frozenset({CPU, MEMORY, PODS})
+# types per block when listing each claim's alternatives (see _Solve._alternatives)
+_ALT_BLOCK = 128
 
 
 def largest_first(ctxs: Sequence[PodContext]) -> list[PodContext]:
@@ -87,7 +93,29 @@ def _undominated(allocs: npt.NDArray[np.int64], prices: Sequence[float]) -> list
     return keep
 
 
+def _fits_any(vecs: npt.NDArray[np.int64], allocs: npt.NDArray[np.int64]) -> npt.NDArray[np.bool_]:
+    """For each row of `vecs`, whether some row of `allocs` holds it.
+
+    The options are tried largest first, each only against the rows still unplaced: most rows fit one of
+    the first few, so this touches far fewer (row, option) pairs than comparing all of them at once.
+    """
+    ok = np.zeros(vecs.shape[0], dtype=bool)
+    if not allocs.size or not vecs.size:
+        return ok
+    size = (allocs / np.maximum(allocs.max(axis=0), 1)).sum(axis=1)
+    todo = np.arange(vecs.shape[0])
+    for j in np.argsort(-size, kind="stable").tolist():
+        hit = np.all(vecs[todo] <= allocs[j], axis=1)
+        ok[todo[hit]] = True
+        todo = todo[~hit]
+        if not todo.size:
+            break
+    return ok
+
+
 def _vec(r: Mapping[str, int], keys: Sequence[str]) -> Vec:
+    if isinstance(r, Resources):
+        return r.vector(keys)
     return tuple(r.get(k, 0) for k in keys)
 
 
@@ -127,6 +155,10 @@ class TypeOption:
             if best_key is None or k < best_key:
                 best, best_key = o, k
         return best
+
+
+# bulk packing's launchable (type, offering) pairs for some requirements, and their allocatable
+_LaunchOptions = tuple[list[tuple[TypeOption, Offering]], npt.NDArray[np.int64]]
 
 
 class PoolTemplate:
@@ -193,6 +225,9 @@ class PoolTemplate:
         # NodeClaim.fix: requirements pinned to one (type, zone, capacity type), shared by every claim alike
         self.pin_cache: dict[tuple[Requirements, str, str, str], Requirements] = {}
         self._mask_cache: dict[Requirements, npt.NDArray[np.bool_]] = {}
+        # per requirements, for pools without limits (limits make both depend on the solve's usage)
+        self.frontier_cache: dict[Requirements, npt.NDArray[np.int64]] = {}
+        self.launch_cache: dict[Requirements, _LaunchOptions] = {}
         self.universe: dict[str, frozenset[str]] = {}
 
     def viable(self, reqs: Requirements) -> list[TypeOption]:
@@ -245,9 +280,16 @@ class PodContext:
     def __init__(self, pod: Pod, keys: Sequence[str]) -> None:
         self.pod = pod
         self.vec = _vec(pod.requests, keys)
-        self.preferred_node = sorted(pod.preferred_terms, key=lambda wt: -wt[0])
-        self.preferred_affinity = sorted(pod.preferred_affinity, key=lambda wt: wt[0])
-        self.preferred_anti = sorted(pod.preferred_anti_affinity, key=lambda wt: wt[0])
+        # most pods have no preferences: skip the sorts (and their key calls) for them
+        self.preferred_node = (
+            sorted(pod.preferred_terms, key=lambda wt: -wt[0]) if pod.preferred_terms else []
+        )
+        self.preferred_affinity = (
+            sorted(pod.preferred_affinity, key=lambda wt: wt[0]) if pod.preferred_affinity else []
+        )
+        self.preferred_anti = (
+            sorted(pod.preferred_anti_affinity, key=lambda wt: wt[0]) if pod.preferred_anti_affinity else []
+        )
         self.schedule_anyway = True  # ScheduleAnyway spread is honoured until relaxed away
         self.tolerate_prefer = False
         self.owned: list[TopologyGroup] = []
@@ -345,7 +387,15 @@ class NodeClaim:
     not a Python loop over a thousand types for every pod.
     """
 
-    def __init__(self, name: str, tpl: PoolTemplate, reqs: Requirements, idx: npt.NDArray[np.int64]) -> None:
+    def __init__(
+        self,
+        name: str,
+        tpl: PoolTemplate,
+        reqs: Requirements,
+        idx: npt.NDArray[np.int64],
+        *,
+        cap_max: Vec | None = None,
+    ) -> None:
         self.name = name
         self.tpl = tpl
         self.reqs = reqs
@@ -353,7 +403,10 @@ class NodeClaim:
         self.used: Vec = tpl.ds_vec
         self.pods: list[Pod] = []
         self.ports: list[HostPort] = []
-        self.cap_max: Vec = tuple(int(x) for x in tpl.alloc_matrix[idx].max(axis=0))
+        # callers that already know the largest allocatable among idx (one type) pass it: no numpy per claim
+        self.cap_max: Vec = (
+            cap_max if cap_max is not None else tuple(int(x) for x in tpl.alloc_matrix[idx].max(axis=0))
+        )
         self.chosen: TypeOption | None = None
         self.offering: Offering | None = None
         self.base_reqs = reqs
@@ -462,17 +515,17 @@ RoomT = TypeVar("RoomT", bound=_HasRoom)
 
 
 class _FirstFitIndex(Generic[RoomT]):
-    """Nodes or NodeClaims in first-fit order, with the largest free room per block of them.
+    """Nodes or NodeClaims in first-fit order, with their free rooms as the rows of one matrix.
 
-    First-fit over thousands of candidates would test every one for every pod; a block whose best free room
-    cannot hold the pod is skipped whole, which keeps first-fit order while touching few candidates.
+    First-fit over thousands of candidates would test every one for every pod in Python; here one numpy
+    comparison finds, in order, those whose free room holds the pod. Callers add the pod to at most one
+    candidate and then stop iterating, so the list found when iteration starts stays exact (update() is
+    called after every change of an item's room).
     """
-
-    BLOCK = 32
 
     def __init__(self, items: Iterable[RoomT] = ()) -> None:
         self.items: list[RoomT] = []
-        self.block_max: list[Vec] = []
+        self._free = np.zeros((0, 0), dtype=np.int64)
         for it in items:
             self.append(it)
 
@@ -480,32 +533,30 @@ class _FirstFitIndex(Generic[RoomT]):
         item.pos = len(self.items)
         self.items.append(item)
         free = item.free_room()
-        if item.pos % self.BLOCK == 0:
-            self.block_max.append(free)
-        else:
-            b = item.pos // self.BLOCK
-            self.block_max[b] = tuple(map(max, self.block_max[b], free))
+        if self._free.shape[1] != len(free) or item.pos >= self._free.shape[0]:
+            grown = np.zeros((max(16, 2 * item.pos + 1), len(free)), dtype=np.int64)
+            if self._free.shape[1] == len(free):
+                grown[: item.pos] = self._free[: item.pos]
+            self._free = grown
+        self._free[item.pos] = free
 
     def update(self, item: RoomT) -> None:
-        b = item.pos // self.BLOCK
-        frees = [c.free_room() for c in self.items[b * self.BLOCK : (b + 1) * self.BLOCK]]
-        self.block_max[b] = tuple(max(col) for col in zip(*frees, strict=True))
+        self._free[item.pos] = item.free_room()
 
     def rebuild(self) -> None:
         items = self.items
-        self.items, self.block_max = [], []
+        self.items = []
+        self._free = np.zeros((0, 0), dtype=np.int64)
         for c in items:
             self.append(c)
 
     def candidates(self, vec: Vec) -> Iterator[RoomT]:
-        B = self.BLOCK
+        n = len(self.items)
+        if not n:
+            return iter(())
+        hold = np.flatnonzero((self._free[:n] >= np.asarray(vec, dtype=np.int64)).all(axis=1))
         items = self.items
-        for b, bm in enumerate(self.block_max):
-            if not _fits(vec, bm):
-                continue
-            for c in items[b * B : (b + 1) * B]:
-                if _fits(vec, c.free_room()):
-                    yield c
+        return iter([items[i] for i in hold.tolist()])
 
     def __iter__(self) -> Iterator[RoomT]:
         return iter(self.items)
@@ -701,7 +752,25 @@ class Scheduler:
         """
         if strategy not in ("cost", "greedy"):
             raise ValueError(f"unknown strategy {strategy!r}")
-        return _Solve(self, pods, frozenset(exclude_nodes), greedy=strategy == "greedy").run(lower_bound)
+        with _gc_paused():
+            return _Solve(self, pods, frozenset(exclude_nodes), greedy=strategy == "greedy").run(lower_bound)
+
+
+@contextlib.contextmanager
+def _gc_paused() -> Iterator[None]:
+    """Hold off the cyclic garbage collector for one solve.
+
+    A solve allocates tens of thousands of short-lived objects that reference counting frees, and no cycles
+    worth collecting; each allocation burst still triggers collections that walk everything the process
+    holds (catalog, pods), about a tenth of a 10,000-pod solve. The previous state is restored afterwards.
+    """
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
 
 
 class _Solve:
@@ -818,6 +887,8 @@ class _Solve:
     def _is_constrained(self, ctx: PodContext) -> bool:
         if ctx.owned or ctx.pod.host_ports:
             return True
+        if not self.topo.groups:
+            return False  # no pod or node has a topology constraint: nothing can select this pod
         if self.topo.matching(ctx.pod):
             return True
         return any(g.owners and g.selects(ctx.pod.namespace, ctx.pod.labels) for g in self.topo.anti_groups)
@@ -978,16 +1049,28 @@ class _Solve:
                     reqs = tpl.base.intersect(term)
                     if tpl.pool_key_failure(reqs) is not None:
                         continue
-                    mask = tpl.viable_mask(reqs)
-                    if tpl.pool.limits:
-                        mask = mask & self._limit_mask(tpl)
-                    m = tpl.alloc_matrix[mask]
-                    # only the size frontier matters for "does it fit anywhere"
-                    m = m[_undominated(m, [0.0] * len(m))] if len(m) else m
-                    found.append((tpl, reqs, m))
+                    found.append((tpl, reqs, self._size_frontier(tpl, reqs)))
             cache[sig] = hit = found
         assert isinstance(hit, list)
         return hit
+
+    def _size_frontier(self, tpl: PoolTemplate, reqs: Requirements) -> npt.NDArray[np.int64]:
+        """Allocatable of the viable options (within limits) that no other is at least as big as: only
+        these matter for "does it fit anywhere". Without limits it depends on the requirements alone and is
+        kept on the template for later solves."""
+        if not tpl.pool.limits:
+            hit = tpl.frontier_cache.get(reqs)
+            if hit is not None:
+                return hit
+        mask = tpl.viable_mask(reqs)
+        if tpl.pool.limits:
+            mask = mask & self._limit_mask(tpl)
+        m = tpl.alloc_matrix[mask]
+        m = m[_undominated(m, [0.0] * len(m))] if len(m) else m
+        if not tpl.pool.limits:
+            m.setflags(write=False)  # shared by later solves
+            tpl.frontier_cache[reqs] = m
+        return m
 
     def _choose_pools(
         self, ctxs: list[PodContext], excluded: dict[int, set[str]]
@@ -1003,12 +1086,8 @@ class _Solve:
         while todo:
             by_sig: dict[tuple[object, ...], list[PodContext]] = {}
             for ctx in todo:
-                sig = (
-                    ctx.pod.tolerations,
-                    ctx.terms,
-                    ctx.tolerate_prefer,
-                    frozenset(excluded.get(id(ctx), ())),
-                )
+                ex = excluded.get(id(ctx))
+                sig = (ctx.pod.tolerations, ctx.terms, ctx.tolerate_prefer, frozenset(ex) if ex else _NONE)
                 by_sig.setdefault(sig, []).append(ctx)
             todo = []
             for members in by_sig.values():
@@ -1020,7 +1099,7 @@ class _Solve:
                 for tpl, reqs, m in cands:
                     if not m.size or not left.any():
                         continue
-                    ok = left & np.any(np.all(vecs[:, None, :] <= m[None, :, :], axis=2), axis=1)
+                    ok = left & _fits_any(vecs, m)
                     for i in np.flatnonzero(ok).tolist():
                         chosen.append((members[i], tpl, reqs))
                     left &= ~ok
@@ -1053,16 +1132,24 @@ class _Solve:
             tpl_of: dict[str, PoolTemplate] = {}
             for ctx, tpl, reqs in chosen:
                 tpl_of[tpl.name] = tpl
-                ext = tuple(k for k in ctx.pod.requests if k not in (CPU, MEMORY, PODS))
+                req = ctx.pod.requests
+                ext = () if _BASIC.issuperset(req) else tuple(k for k in req if k not in _BASIC)
                 groups.setdefault((tpl.name, reqs, ext), []).append(ctx)
             todo = []
             for (pname, reqs, _ext), members in groups.items():
                 todo.extend(self._pack_group(tpl_of[pname], reqs, members, excluded))
         return failed + todo
 
-    def _pack_group(
-        self, tpl: PoolTemplate, reqs: Requirements, members: list[PodContext], excluded: dict[int, set[str]]
-    ) -> list[PodContext]:
+    def _launch_options(
+        self, tpl: PoolTemplate, reqs: Requirements
+    ) -> tuple[list[tuple[TypeOption, Offering]], npt.NDArray[np.int64]]:
+        """The undominated (type, cheapest offering) pairs bulk packing may launch for these requirements,
+        with their allocatable. Without limits it depends on the requirements alone and is kept on the
+        template."""
+        if not tpl.pool.limits:
+            hit = tpl.launch_cache.get(reqs)
+            if hit is not None:
+                return hit
         opts: list[tuple[TypeOption, Offering]] = []
         for o in tpl.viable(reqs):
             off = o.offering_for(reqs)
@@ -1079,20 +1166,32 @@ class _Solve:
             keep_idx = _undominated(allocs, [off.price or 0.0 for _, off in opts])
             opts = [opts[j] for j in keep_idx]
             allocs = allocs[keep_idx]
+        if not tpl.pool.limits:
+            allocs.setflags(write=False)  # shared by later solves
+            tpl.launch_cache[reqs] = (opts, allocs)
+        return opts, allocs
+
+    def _pack_group(
+        self, tpl: PoolTemplate, reqs: Requirements, members: list[PodContext], excluded: dict[int, set[str]]
+    ) -> list[PodContext]:
+        opts, allocs = self._launch_options(tpl, reqs)
         prices = [off.price or 0.0 for _, off in opts]
-        podm = np.array([list(c.vec) for c in members], dtype=np.int64).reshape(len(members), len(self.keys))
-        fits_any = [False] * len(members)
+        podm = np.array([c.vec for c in members], dtype=np.int64).reshape(len(members), len(self.keys))
+        fits_any = np.zeros(len(members), dtype=bool)
         if opts:
-            fit_matrix = np.asarray((podm[:, None, :] <= allocs[None, :, :]).all(axis=2))
-            fits_any = [bool(x) for x in np.asarray(fit_matrix.any(axis=1)).tolist()]
-        left: list[PodContext] = [c for c, ok in zip(members, fits_any, strict=True) if not ok]
+            fits_any = _fits_any(podm, allocs)
+        left: list[PodContext] = [members[i] for i in np.flatnonzero(~fits_any).tolist()]
         for c in left:
             excluded.setdefault(id(c), set()).add(tpl.name)
-        idx = [i for i, ok in enumerate(fits_any) if ok]
+        idx = np.flatnonzero(fits_any).tolist()
         if not idx:
             return left
-        bins = pack(podm[idx], allocs, prices)
-        for b in bins:
+        sub = podm[idx]
+        bins = pack(sub, allocs, prices)
+        # each claim's requests in one numpy pass (integer sums: the same as adding pod by pod)
+        sums = bin_totals(sub, [b.pods for b in bins]) + np.asarray(tpl.ds_vec, dtype=np.int64)
+        totals = [tuple(t) for t in sums.tolist()]
+        for b, used in zip(bins, totals, strict=True):
             o, off = opts[b.option]
             bin_ctxs = [members[idx[i]] for i in b.pods]
             if not self._limit_ok(tpl, o.it.capacity):
@@ -1108,10 +1207,15 @@ class _Solve:
                     left.extend(bin_ctxs)
                     continue
                 o, off = alt
-            claim = NodeClaim(self._new_claim_name(tpl.name), tpl, reqs, np.array([o.index], dtype=np.int64))
-            for c in bin_ctxs:
-                claim.used = _add(claim.used, c.vec)
-                claim.pods.append(c.pod)
+            claim = NodeClaim(
+                self._new_claim_name(tpl.name),
+                tpl,
+                reqs,
+                np.array([o.index], dtype=np.int64),
+                cap_max=o.alloc,
+            )
+            claim.used = used
+            claim.pods = [c.pod for c in bin_ctxs]
             claim.fix(o, off)
             self._reserve(tpl, o.it.capacity)
             self.claims.append(claim)
@@ -1153,11 +1257,12 @@ class _Solve:
         self._compute_size_caps([c for c in self.ctxs if self._is_constrained(c)])
         order = largest_first(self.ctxs)
         simple: list[PodContext] = []
-        failed: list[PodContext] = []
         for ctx in order:
             if self.greedy or self._is_constrained(ctx):
                 if not self._schedule_constrained(ctx):
-                    failed.append(ctx)
+                    # explained now, while the open claims still reserve the largest size they could
+                    # become: that reservation is what a limit refused, and finalizing shrinks it
+                    self.errors[ctx.pod.key] = self._explain(ctx)
             elif not (self.nodes and self._try_existing(ctx)):
                 simple.append(ctx)
         for claim in self.claims:
@@ -1174,17 +1279,17 @@ class _Solve:
                     rest.append(ctx)
         else:
             rest = simple
-        failed.extend(self._bulk(rest))
-        for ctx in failed:
+        for ctx in self._bulk(rest):
             self.errors[ctx.pod.key] = self._explain(ctx)
         return self._results(lower_bound)
 
     def _results(self, lower_bound: bool) -> Results:
         res = Results(pending=len(self.pods), unschedulable=self.errors)
-        alt_tables: dict[tuple[str, Requirements], tuple[npt.NDArray[np.int64], list[str]]] = {}
         label_cache: dict[tuple[str, str, str, str, Requirements], dict[str, str]] = {}
         alloc_cache: dict[str, Resources] = {}
-        for claim in self.claims:
+        claims = list(self.claims)
+        options_of = self._alternatives(claims)
+        for claim, names in zip(claims, options_of, strict=True):
             assert claim.chosen is not None and claim.offering is not None
             o, off = claim.chosen, claim.offering
             lk = (claim.tpl.name, o.it.name, off.zone, off.capacity_type, claim.reqs)
@@ -1204,26 +1309,6 @@ class _Solve:
                 labels.pop(HOSTNAME_LABEL, None)
                 cached = label_cache[lk] = dict(sorted(labels.items()))
             labels = dict(cached)
-            ak = (claim.tpl.name, claim.base_reqs)
-            table = alt_tables.get(ak)
-            if table is None:
-                ranked: list[tuple[int, float, str, int]] = []
-                for alt in claim.tpl.viable(claim.base_reqs):
-                    aoff = alt.offering_for(claim.base_reqs)
-                    if aoff is not None:
-                        spot = 0 if aoff.capacity_type == CAPACITY_TYPE_SPOT else 1
-                        ranked.append((spot, aoff.price or 0.0, alt.it.name, alt.index))
-                ranked.sort()
-                order = np.array([r[3] for r in ranked], dtype=np.int64)
-                table = (claim.tpl.alloc_matrix[order], [r[2] for r in ranked])
-                alt_tables[ak] = table
-            ordered_alloc, tnames = table
-            fit = (ordered_alloc >= np.asarray(claim.used, dtype=np.int64)).all(axis=1)
-            chosen_name = o.it.name
-            others = [
-                tnames[j] for j in np.flatnonzero(fit)[:MAX_OPTIONS].tolist() if tnames[j] != chosen_name
-            ]
-            names = [chosen_name, *others[: MAX_OPTIONS - 1]]
             used = Resources(dict(zip(self.keys, claim.used, strict=True)))
             allocatable = alloc_cache.get(o.it.name)
             if allocatable is None:
@@ -1256,6 +1341,62 @@ class _Solve:
             res.lower_bound = lb(self.s, res, self.pods)
             res.solve_seconds = time.perf_counter() - self.started
         return res
+
+    def _alternatives(self, claims: Sequence[NodeClaim]) -> list[list[str]]:
+        """Per claim: its chosen type, then the other types that hold its pods, cheapest first (spot
+        first), at most MAX_OPTIONS in all. Claims with the same pool and requirements share one ranked
+        table and are tested against it together, one numpy comparison per block of types."""
+        groups: dict[tuple[str, Requirements], list[int]] = {}
+        for i, claim in enumerate(claims):
+            groups.setdefault((claim.tpl.name, claim.base_reqs), []).append(i)
+        out: list[list[str]] = [[] for _ in claims]
+        for members in groups.values():
+            first = claims[members[0]]
+            ranked: list[tuple[int, float, str, int]] = []
+            for alt in first.tpl.viable(first.base_reqs):
+                aoff = alt.offering_for(first.base_reqs)
+                if aoff is not None:
+                    spot = 0 if aoff.capacity_type == CAPACITY_TYPE_SPOT else 1
+                    ranked.append((spot, aoff.price or 0.0, alt.it.name, alt.index))
+            ranked.sort()
+            order = np.array([r[3] for r in ranked], dtype=np.int64)
+            ordered_alloc = first.tpl.alloc_matrix[order]
+            tnames = [r[2] for r in ranked]
+            used = np.array([claims[i].used for i in members], dtype=np.int64).reshape(
+                len(members), len(self.keys)
+            )
+            # types are tested a block at a time, cheapest first, and a claim drops out once it has its
+            # MAX_OPTIONS: small claims find them among the first block, so most of the catalog is never
+            # compared with most claims
+            hit_rows: list[npt.NDArray[np.int64]] = []
+            hit_cols: list[npt.NDArray[np.int64]] = []
+            need = np.full(len(members), MAX_OPTIONS, dtype=np.int64)
+            pending = np.arange(len(members))
+            for c0 in range(0, ordered_alloc.shape[0], _ALT_BLOCK):
+                block = ordered_alloc[c0 : c0 + _ALT_BLOCK]
+                fit = (block[None, :, :] >= used[pending, None, :]).all(axis=2)
+                fit &= np.cumsum(fit, axis=1) <= need[pending, None]
+                rows, cols = np.nonzero(fit)
+                hit_rows.append(pending[rows])
+                hit_cols.append(cols + c0)
+                need[pending] -= fit.sum(axis=1)
+                pending = pending[need[pending] > 0]
+                if not pending.size:
+                    break
+            # per claim, its hits in price order: blocks come cheapest first, and the sort is stable
+            rows_all = np.concatenate(hit_rows) if hit_rows else np.zeros(0, dtype=np.int64)
+            hit_cols.append(np.zeros(0, dtype=np.int64))
+            by_claim = np.argsort(rows_all, kind="stable")
+            col_list = np.concatenate(hit_cols)[by_claim].tolist()
+            bounds = np.searchsorted(rows_all[by_claim], np.arange(len(members) + 1)).tolist()
+            hits = [col_list[bounds[r] : bounds[r + 1]] for r in range(len(members))]
+            for r, i in enumerate(members):
+                chosen = claims[i].chosen
+                assert chosen is not None
+                name = chosen.it.name
+                others = [tnames[j] for j in hits[r] if tnames[j] != name]
+                out[i] = [name, *others[: MAX_OPTIONS - 1]]
+        return out
 
     # ----------------------------------------------------------------- reasons
     def _explain(self, ctx: PodContext) -> list[tuple[str, str]]:

@@ -31,9 +31,21 @@ class TopologyGroup:
     owners: dict[str, int] = field(default_factory=dict)
     # required anti-affinity is symmetric (matching pods must keep away from the owner too); preferred is not
     symmetric: bool = True
+    # selects() per (namespace, labels object): a solve asks about the same pods' labels hundreds of thousands
+    # of times. Keyed by identity, with the mapping kept so that its id cannot be reused while cached (groups
+    # live for one solve, during which no pod's labels change).
+    _selects_cache: dict[tuple[str, int], tuple[Mapping[str, str], bool]] = field(
+        default_factory=dict, init=False, repr=False
+    )
 
     def selects(self, namespace: str, labels: Mapping[str, str]) -> bool:
-        return namespace in self.namespaces and self.selector.matches(labels)
+        ck = (namespace, id(labels))
+        hit = self._selects_cache.get(ck)
+        if hit is not None and hit[0] is labels:
+            return hit[1]
+        found = namespace in self.namespaces and self.selector.matches(labels)
+        self._selects_cache[ck] = (labels, found)
+        return found
 
     def total(self) -> int:
         return sum(self.counts.values())

@@ -350,6 +350,22 @@ def test_nodepool_limits_never_exceeded_and_reason() -> None:
     assert why.startswith("limit cpu=8 would be exceeded (in use ")
 
 
+def test_limit_that_refuses_a_constrained_pod_is_named() -> None:
+    # one pod per node (hostname anti-affinity) under an 8-cpu limit: open claims reserve the largest size
+    # they could still become, so the limit refuses the later pods before the claims shrink to c-2x
+    limited = on_demand_pool(limits=Resources.parse({"cpu": "8"}))
+    pods = [
+        pod(f"p{i}", "1", "1Gi", labels={"app": "a"}, anti_affinity=(term(HOST, app="a"),)) for i in range(4)
+    ]
+    s, r = solve(pods, [limited])
+    assert r.unschedulable and r.nodeclaims
+    for name in r.unschedulable:
+        why = reasons(r, name)["default"]
+        assert why.startswith("limit cpu=8 would be exceeded (in use "), why
+    by_name = {x.name: x for x in s.instance_types}
+    assert sum(by_name[c.instance_type].capacity["cpu"] for c in r.nodeclaims) <= 8000
+
+
 def test_limits_count_existing_and_in_flight() -> None:
     limited = on_demand_pool(limits=Resources.parse({"cpu": "4"}))
     inflight = node("claim-1", cpu="4", memory="16Gi", kind="NodeClaim", initialized=False)
