@@ -224,6 +224,9 @@ LOADMASTER_UNAVAILABLE_OFFERING_TTL = env_int("LOADMASTER_UNAVAILABLE_OFFERING_T
 # /metrics reuse one read of the live cluster (0: every request reads it).
 LOADMASTER_METRICS_MINUTE_RETENTION_DAYS = env_int("LOADMASTER_METRICS_MINUTE_RETENTION_DAYS", 8, minimum=8)
 LOADMASTER_DASHBOARD_LIVE_SECONDS = env_int("LOADMASTER_DASHBOARD_LIVE_SECONDS", 30, minimum=0)
+# Consolidation's repack move (Loadmaster's own, beyond Karpenter: k nodes replaced by several cheaper
+# ones). Off: only Karpenter's methods run, in the loop, the previews and the snapshot replays.
+LOADMASTER_CONSOLIDATION_REPACK = env_bool("LOADMASTER_CONSOLIDATION_REPACK", True)
 
 # The simulated cluster and cloud (console.simulation). Floats are read and checked by the app;
 # a bad value fails `manage.py check` (simulation.E001).

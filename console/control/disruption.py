@@ -21,6 +21,8 @@ from datetime import datetime, timedelta
 from decimal import Decimal
 from typing import Any
 
+from django.conf import settings
+from django.db import transaction
 from django.utils import timezone
 
 from console.alerts.services import stranded_moves_record
@@ -38,6 +40,7 @@ from packing.disruption.model import Cluster
 log = logging.getLogger(__name__)
 
 VALIDATION_DELAY = timedelta(seconds=15)
+LAUNCH_BATCH = 20  # replacements launched per tick
 DO_NOT_DISRUPT = "karpenter.sh/do-not-disrupt"
 
 
@@ -78,7 +81,7 @@ def _finish(action: DisruptionAction, state: str, outcome: str, now: datetime) -
     action.save(update_fields=["state", "outcome", "updated_at"])
 
 
-def _abort(action: DisruptionAction, cluster: ClusterBackend, now: datetime, why: str) -> None:
+def _abort(action: DisruptionAction, cluster: ClusterBackend, cloud: CloudProvider, now: datetime, why: str) -> None:
     # Give the nodes back: remove our taint so pods may land there again.
     for name in action.nodes:
         try:
@@ -86,6 +89,18 @@ def _abort(action: DisruptionAction, cluster: ClusterBackend, now: datetime, why
         except NodeNotFound:
             continue
     NodeClaim.objects.filter(node_name__in=action.nodes, terminated_at__isnull=True).update(disrupting_at=None)
+    # Replacements already launched would otherwise run empty, and be paid for, until emptiness finds them.
+    leftovers = list(NodeClaim.objects.filter(name__in=action.replacement_claims, terminated_at__isnull=True))
+    if leftovers:
+        cloud.terminate([c.instance_id for c in leftovers if c.instance_id])
+        for claim in leftovers:
+            if claim.node_name:
+                try:
+                    cluster.delete_node(claim.node_name)
+                except NodeNotFound:
+                    pass
+        NodeClaim.objects.filter(pk__in=[c.pk for c in leftovers]).update(
+            terminated_at=now, termination_reason=f"replacement abandoned: {why}"[:255])
     _finish(action, DisruptionAction.FAILED, why, now)
     Decision.objects.create(at=now, kind=Decision.FAILURE, nodes=action.nodes,
                             why=f"disruption of {', '.join(action.nodes)} abandoned: {why}")
@@ -117,34 +132,36 @@ def _step(action: DisruptionAction, cluster: ClusterBackend, cloud: CloudProvide
                 pass
         NodeClaim.objects.filter(node_name__in=action.nodes, terminated_at__isnull=True).update(disrupting_at=now)
         if action.type == "replace":
-            catalog = engine_catalog(nodeclasses=list(EC2NodeClass.objects.all()),
-                                     pools=list(NodePool.objects.all()), now=now)
             names = []
-            for planned in action.replacements:
-                pool = NodePool.objects.filter(name=planned["nodepool"]).first()
-                claim = NodeClaim.objects.create(
-                    name=_claim_name(planned["nodepool"]), nodepool=pool, nodepool_name=planned["nodepool"],
-                    instance_type=planned["instance_type"], instance_type_options=planned["instance_type_options"],
-                    capacity_type=planned["capacity_type"], zone=planned["zone"],
-                    price_per_hour=Decimal(str(planned["price_per_hour"])), labels=planned["labels"],
-                    taints=planned.get("taints", []) + planned.get("startup_taints", []),
-                    requests=planned.get("requests", {}), allocatable=planned.get("allocatable", {}), created_at=now)
-                names.append(claim.name)
-                result = nodeclaim_launch(claim=claim, cloud=cloud, catalog=catalog, now=now,
-                                          why=f"replacement for {', '.join(action.nodes)} ({action.reason})")
-                if result == "failed":
-                    action.replacement_claims = names
-                    action.save(update_fields=["replacement_claims"])
-                    _abort(action, cluster, now, f"replacement {claim.name} failed to launch")
-                    return
-            action.replacement_claims = names
-            action.state = DisruptionAction.REPLACING
+            # Every claim is saved now, with the action (a crash must not leave claims that belong to
+            # no action), and launched LAUNCH_BATCH per tick: a repack may plan hundreds of small
+            # nodes, and one tick must stay well inside the loop lock's lifetime.
+            with transaction.atomic():
+                for planned in action.replacements:
+                    pool = NodePool.objects.filter(name=planned["nodepool"]).first()
+                    claim = NodeClaim.objects.create(
+                        name=_claim_name(planned["nodepool"]), nodepool=pool, nodepool_name=planned["nodepool"],
+                        instance_type=planned["instance_type"],
+                        instance_type_options=planned["instance_type_options"],
+                        capacity_type=planned["capacity_type"], zone=planned["zone"],
+                        price_per_hour=Decimal(str(planned["price_per_hour"])), labels=planned["labels"],
+                        taints=planned.get("taints", []) + planned.get("startup_taints", []),
+                        requests=planned.get("requests", {}), allocatable=planned.get("allocatable", {}),
+                        created_at=now)
+                    names.append(claim.name)
+                action.replacement_claims = names
+                action.state = DisruptionAction.REPLACING
+                action.save(update_fields=["replacement_claims", "state"])
+            if _launch_some(action, cluster, cloud, now):
+                return
         else:
             action.state, action.validate_after = DisruptionAction.VALIDATING, now + VALIDATION_DELAY
     elif action.state == DisruptionAction.REPLACING:
+        if _launch_some(action, cluster, cloud, now):
+            return
         claims = list(NodeClaim.objects.filter(name__in=action.replacement_claims))
         if any(c.terminated_at for c in claims):
-            _abort(action, cluster, now, "a replacement NodeClaim was terminated before it initialized")
+            _abort(action, cluster, cloud, now, "a replacement NodeClaim was terminated before it initialized")
             return
         if claims and all(c.initialized_at for c in claims):
             action.state, action.validate_after = DisruptionAction.VALIDATING, now + VALIDATION_DELAY
@@ -153,7 +170,7 @@ def _step(action: DisruptionAction, cluster: ClusterBackend, cloud: CloudProvide
             return
         problem = _still_valid(action, cluster)
         if problem:
-            _abort(action, cluster, now, problem)
+            _abort(action, cluster, cloud, now, problem)
             return
         action.state = DisruptionAction.DRAINING
     elif action.state == DisruptionAction.DRAINING:
@@ -180,6 +197,24 @@ def _step(action: DisruptionAction, cluster: ClusterBackend, cloud: CloudProvide
     action.save()
 
 
+def _launch_some(action: DisruptionAction, cluster: ClusterBackend, cloud: CloudProvider, now: datetime) -> bool:
+    """Launch up to LAUNCH_BATCH of the action's replacements not launched yet (the provision loop may
+    launch others meanwhile: each launch is claimed by a conditional UPDATE). True when the action was
+    abandoned because one failed."""
+    todo = NodeClaim.objects.filter(name__in=action.replacement_claims, launch_started_at__isnull=True,
+                                    terminated_at__isnull=True).order_by("name")[:LAUNCH_BATCH]
+    if not todo:
+        return False
+    catalog = engine_catalog(nodeclasses=list(EC2NodeClass.objects.all()), pools=list(NodePool.objects.all()), now=now)
+    for claim in todo:
+        result = nodeclaim_launch(claim=claim, cloud=cloud, catalog=catalog, now=now,
+                                  why=f"replacement for {', '.join(action.nodes)} ({action.reason})")
+        if result == "failed":
+            _abort(action, cluster, cloud, now, f"replacement {claim.name} failed to launch")
+            return True
+    return False
+
+
 def _still_valid(action: DisruptionAction, cluster: ClusterBackend) -> str | None:
     for name in action.nodes:
         try:
@@ -204,7 +239,7 @@ def disrupt_run(*, cluster: ClusterBackend, cloud: CloudProvider, now: datetime 
                 state__in=[DisruptionAction.DONE, DisruptionAction.FAILED]).order_by("created_at").first()
             if action is None:
                 engine_cluster = _engine_cluster(cluster=cluster, now=now)
-                report = consolidate(engine_cluster, now)
+                report = consolidate(engine_cluster, now, repack=settings.LOADMASTER_CONSOLIDATION_REPACK)
                 stranded_moves_record(report=report, nodepools={n.name: n.nodepool or "" for n in engine_cluster.nodes},
                                       now=now)
                 if not report.actions:

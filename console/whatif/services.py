@@ -162,7 +162,8 @@ def run_world(world: World) -> Outcome:
     plan = run_plan(world, catalog)
     inputs, extras = world.inputs()
     # the preview's summary never shows what blocked moves would save, so the engine skips pricing them
-    report = consolidate(build_cluster(inputs, extras, catalog), world.now, price_blocked=False)
+    report = consolidate(build_cluster(inputs, extras, catalog), world.now, price_blocked=False,
+                         repack=settings.LOADMASTER_CONSOLIDATION_REPACK)
     return Outcome(plan, disruption_output.render_json(report), time.perf_counter() - started)
 
 
@@ -452,7 +453,9 @@ def why_node(name: str, *, cluster: ClusterBackend | None = None, now: datetime 
         raise NotFound(f"node {name} not found")
     catalog = _catalog(world)
     inputs, extras = world.inputs()
-    report = disruption_output.render_json(consolidate(build_cluster(inputs, extras, catalog), world.now))
+    engine_report = consolidate(build_cluster(inputs, extras, catalog), world.now,
+                                repack=settings.LOADMASTER_CONSOLIDATION_REPACK)
+    report = disruption_output.render_json(engine_report)
     for order, action in enumerate(report["actions"], 1):
         if name in action["nodes"]:
             cheapest = min(action["replacements"], key=lambda c: c["price_per_hour"], default=None)
@@ -559,7 +562,7 @@ def snapshot_replay(files: Sequence[tuple[str, str]], *, at: datetime, region: s
     if catalog is None:
         raise InputError(f"no instance catalog for region {region}")
     plan = plan_cli.render_json(plan_cli.plan_from_inputs(inp, catalog))
-    report = consolidate(build_cluster(inp2, ex, catalog), at)
+    report = consolidate(build_cluster(inp2, ex, catalog), at, repack=settings.LOADMASTER_CONSOLIDATION_REPACK)
     return {"plan": plan, "consolidate": disruption_output.render_json(report),
             "seconds": round(time.perf_counter() - started, 3)}
 

@@ -30,6 +30,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--min-savings", metavar="X", help="skip moves saving less than X dollars per hour, or X%% of the nodes' cost"
     )
+    p.add_argument(
+        "--no-repack",
+        action="store_true",
+        help="only Karpenter's methods: skip Loadmaster's repack move (node groups re-planned onto new, often "
+        "more and smaller, nodes)",
+    )
     p.add_argument("--output", choices=("json", "text"), default="json")
     return p
 
@@ -62,7 +68,7 @@ def main(argv: Sequence[str] | None = None, *, stdout: TextIO | None = None, std
         return 2
     try:
         cluster = build_cluster(inp, ex, catalog)
-        report = consolidate(cluster, at, min_savings=min_savings)
+        report = consolidate(cluster, at, min_savings=min_savings, repack=not args.no_repack)
     except Exception as e:  # noqa: BLE001 - the CLI promises a one-line message, never a traceback
         if os.environ.get("LOADMASTER_DEBUG"):
             raise

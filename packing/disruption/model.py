@@ -123,6 +123,9 @@ class Action:
     why: str
     cost_before: float = 0.0  # of the disrupted nodes
     cost_after: float = 0.0  # of the replacements
+    # the method that found it: emptiness, drift, expiration, multi-node, single-node, or repack (Loadmaster's own,
+    # the only underutilized action that may launch several nodes)
+    method: str = ""
 
 
 # The kinds of rule that can forbid a move that would otherwise be judged on its money (NotDisrupted.blocked_by)

@@ -94,6 +94,7 @@ class ClusterSim:
         self.excluded = set(excluded)
         self._selectors = topology_selectors([*running, *pending])
         self._inert_cache: dict[frozenset[tuple[str, str]], bool] = {}
+        self._seen_cache: dict[frozenset[tuple[str, str]], bool] = {}
         self.specs: dict[str, ExistingNodeSpec] = {n.name: n for n in nodes}
         self.order: list[str] = [n.name for n in nodes]
         self.pods_on: dict[str, list[Pod]] = {n.name: [] for n in nodes}  # pods that move when the node goes
@@ -385,11 +386,49 @@ class ClusterSim:
             wi.targets.update(targets)
         return wi
 
+    def what_if_new_nodes(self, names: Sequence[str]) -> WhatIf:
+        """Remove `names` and plan all their pods, and the pending pods bound for them, onto new nodes only, with
+        the cost packer (the repack move). The simulation sees no existing node: only for pods with no inter-pod
+        rule that no topology rule can see (the caller checks), for which the rest of the cluster is invisible.
+        Limits count `names` as still there (they go only once their replacements run, and a failed drain would
+        leave them): one stand-in per limited pool holds the capacity of every node and in-flight claim."""
+        evicted = [dataclasses.replace(p, node_name="") for n in names for p in self.pods_on[n]]
+        displaced = [dataclasses.replace(p, node_name="") for n in names for p in self.reserved_on.get(n, ())]
+        pods = evicted + displaced
+        if not pods:
+            return WhatIf(Results(), [])
+        usage = self._limit_usage()
+        if self._usage_far_from_limits(usage, len(pods)):
+            view = self._unlimited_scheduler()
+            view.existing_nodes = []
+        else:
+            view = copy.copy(self.scheduler())
+            # the Scheduler counts each stand-in as one node of its own: take that one out of the count it carries
+            view.existing_nodes = [self._stand_in(pool, cap - _ONE_NODE) for pool, cap in sorted(usage.items())]
+        view.running_pods = []
+        self.solves += 1
+        return self._interpret(self._call(view, pods, (), "cost"), evicted, displaced)
+
+    def seen_by_topology(self, p: Pod) -> bool:
+        """True when some pod's spread or (anti-)affinity selector matches the pod (namespaces ignored: safe)."""
+        k = frozenset(p.labels.items())
+        hit = self._seen_cache.get(k)
+        if hit is None:
+            hit = self._seen_cache[k] = any(s.matches(p.labels) for s in self._selectors)
+        return hit
+
+    def limited(self) -> bool:
+        return any(p.limits for p in self.base.nodepools)
+
     def _far_from_limits(self, exclude: Collection[str], n_pods: int) -> bool:
         """True when no limit can bind in a solve of n_pods pods (each opens at most one node)."""
         if not any(p.limits for p in self.base.nodepools):
             return True
-        usage = self.usage_without(exclude)
+        return self._usage_far_from_limits(self.usage_without(exclude), n_pods)
+
+    def _usage_far_from_limits(self, usage: Mapping[str, Resources], n_pods: int) -> bool:
+        if not any(p.limits for p in self.base.nodepools):
+            return True
         for p in self.base.nodepools:
             if not p.limits:
                 continue

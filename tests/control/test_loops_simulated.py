@@ -313,3 +313,61 @@ def test_drain_blocked_by_a_pdb_waits_and_never_deletes_the_pod(world: Any) -> N
             if p["metadata"]["namespace"] == "data"] == ["db-0"]
     claim.refresh_from_db()
     assert claim.terminated_at is None
+
+
+def _replace_with_many(clock: Clock, config: SimulationConfig, cluster: SimulatedCluster, cloud: SimulatedCloud,
+                       count: int) -> tuple[Any, NodeClaim]:
+    """A replace action (as a repack plans it) of the one node with `count` small replacements."""
+    from console.control.disruption import _start
+    from packing.disruption.model import Action
+
+    cluster.apply(pod("web-0", namespace="shop", cpu="1", memory="1Gi"))
+    _bring_up(clock, config, cluster, cloud)
+    claim = NodeClaim.objects.get()
+    planned = {"nodepool": "general", "instance_type": claim.instance_type,
+               "instance_type_options": [claim.instance_type], "capacity_type": claim.capacity_type,
+               "zone": claim.zone, "price_per_hour": float(claim.price_per_hour or 0) / (count + 1),
+               "labels": {"karpenter.sh/nodepool": "general"}, "taints": [], "requests": {}, "allocatable": {}}
+    spec = Action(type="replace", reason="underutilized", nodes=[claim.node_name],
+                  replacements=[dict(planned) for _ in range(count)], savings_per_hour=0.01,
+                  moves={"shop/web-0": "general-x"}, why="repack (test)")
+    return _start(spec, cluster, clock()), claim
+
+
+def test_replacements_launch_a_batch_per_tick(world: Any) -> None:
+    from console.control.disruption import LAUNCH_BATCH, _step
+    from console.control.models import DisruptionAction
+
+    clock, config, cluster, cloud = world
+    action, _ = _replace_with_many(clock, config, cluster, cloud, LAUNCH_BATCH + 5)
+    _step(action, cluster, cloud, clock())
+    replacements = NodeClaim.objects.filter(name__in=action.replacement_claims)
+    assert action.state == DisruptionAction.REPLACING and replacements.count() == LAUNCH_BATCH + 5
+    assert replacements.filter(launch_started_at__isnull=False).count() == LAUNCH_BATCH
+    _step(action, cluster, cloud, clock())
+    assert replacements.filter(launch_started_at__isnull=True).count() == 0
+
+
+def test_an_abandoned_replace_terminates_the_replacements_it_launched(world: Any) -> None:
+    from console.control.disruption import _step
+    from console.control.models import DisruptionAction
+
+    clock, config, cluster, cloud = world
+    action, original = _replace_with_many(clock, config, cluster, cloud, 3)
+    _step(action, cluster, cloud, clock())
+    launched = NodeClaim.objects.filter(name__in=action.replacement_claims)
+    assert launched.filter(instance_id="").count() == 0 and len(cloud.list_instances("test")) == 4
+    first = launched.order_by("name").first()
+    cloud.terminate([first.instance_id])                      # its instance was reclaimed before it initialized
+    NodeClaim.objects.filter(pk=first.pk).update(terminated_at=clock(), termination_reason="test: reclaimed")
+    _step(action, cluster, cloud, clock())
+    action.refresh_from_db()
+    assert action.state == DisruptionAction.FAILED
+    assert launched.filter(terminated_at__isnull=True).count() == 0
+    assert all("replacement abandoned" in c.termination_reason for c in launched.exclude(pk=first.pk))
+    # Only the original node's instance is left running, and it is back in service.
+    from console.simulation.models import SimInstance
+    alive = SimInstance.objects.filter(state__in=("pending", "running")).values_list("instance_id", flat=True)
+    assert list(alive) == [original.instance_id]
+    original.refresh_from_db()
+    assert original.terminated_at is None and original.disrupting_at is None

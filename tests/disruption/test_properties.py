@@ -4,7 +4,9 @@ Every report must: never violate a PDB, honour do-not-disrupt, stay within every
 actions), replace only with something strictly cheaper, never touch an unmanaged node, and land every evicted pod
 under all its constraints. The last is checked by replaying the actions on a plain copy of the cluster (every
 running pod listed, nothing folded) and handing each action's placements to the provisioning engine's own
-feasibility check, packing.scheduling.verify.check_plan.
+feasibility check, packing.scheduling.verify.check_plan. Half the clusters may also launch two burstable types that
+price a CPU far below the rest, which is where Loadmaster's repack move (several new nodes for a group) acts: its
+actions are held to the same rules, plus its own margin and the limits counted with the group still present.
 """
 
 from __future__ import annotations
@@ -13,11 +15,13 @@ import dataclasses
 from datetime import timedelta
 from typing import Any
 
+import pytest
 from hypothesis import event, given, settings
 from hypothesis import strategies as st
 
 from packing.disruption import Budget, Cluster, DisruptionSettings, PodMeta, Report, consolidate
 from packing.disruption.budgets import budget_limit
+from packing.disruption.engine import REPACK_MIN_DOLLARS, REPACK_MIN_FRACTION
 from packing.disruption.model import BLOCKED_BY, BUDGET_REASONS, DO_NOT_DISRUPT
 from packing.nodepool import HOSTNAME_LABEL, ExistingNodeSpec, NodePool, PodDisruptionBudget
 from packing.pods import HostPort, Pod, PodAffinityTerm
@@ -26,11 +30,13 @@ from packing.resources import Resources
 from packing.scheduling.scheduler import ExistingPlacement, PlannedNodeClaim, Results, Scheduler
 from packing.scheduling.verify import check_plan
 from packing.taints import Taint, Toleration
-from tests.disruption.helpers import AT, CT, ZONE, ZONES, anti, catalog, node, pdb, pod, spread
+from tests.disruption.helpers import AT, CT, ZONE, ZONES, anti, catalog, itype, node, pdb, pod, spread
 from tests.disruption.helpers import sel as sel_app
 
 CAT = catalog()
-BY = {it.name: it for it in CAT}
+BURSTABLE = [itype("t-1x", 1, 2, 0.008), itype("t-2x", 2, 4, 0.02)]  # a CPU at a quarter of the others' price
+NODE_TYPES = sorted(it.name for it in CAT)
+BY = {it.name: it for it in (*CAT, *BURSTABLE)}
 TAINT = Taint("dedicated", "batch", "NoSchedule")
 TOL = Toleration("dedicated", "Equal", "batch", "NoSchedule")
 
@@ -49,12 +55,15 @@ budget_st = st.one_of(
 
 
 @st.composite
-def clusters(draw: Any, heavy: bool = False) -> tuple[Cluster, Any]:
-    """heavy: fewer obstacles (no drift or expiry, no consolidateAfter), so consolidation gets exercised."""
+def clusters(draw: Any, heavy: bool = False, plain: bool = False) -> tuple[Cluster, Any]:
+    """heavy: fewer obstacles (no drift or expiry, no consolidateAfter), so consolidation gets exercised; plain
+    (with heavy): no inter-pod rule, burstable types to launch and fuller nodes, so repack gets exercised."""
     limit = draw(st.sampled_from([None, None, "8", "24", "1000"]))  # cpu; small ones bind, 1000 never does
     pools = [NodePool(
         "default",
-        Requirements([Requirement.new(CT, "In", draw(st.sampled_from([["on-demand"], ["on-demand", "spot"]])))]),
+        Requirements([Requirement.new(CT, "In", draw(st.sampled_from(
+            [["on-demand"], ["on-demand"], ["on-demand", "spot"]] if plain else [["on-demand"], ["on-demand", "spot"]]
+        )))]),
         limits=Resources.parse({"cpu": limit}) if limit else None,
     )]
     if draw(st.booleans()):
@@ -69,28 +78,31 @@ def clusters(draw: Any, heavy: bool = False) -> tuple[Cluster, Any]:
     pods: list[Pod] = []
     meta: dict[str, PodMeta] = {}
     for i in range(n_nodes):
-        it = BY[draw(st.sampled_from(sorted(BY)))]
-        pool_name = draw(st.sampled_from([*pool_names, pool_names[0], pool_names[0], None, "ghost"]))
+        # plain clusters run on mid-size nodes that their pods fill: no room elsewhere, so Karpenter's moves stall
+        it = BY[draw(st.sampled_from([t for t in NODE_TYPES if t.endswith(("-4x", "-8x"))] if plain else NODE_TYPES))]
+        others = [pool_names[0]] * 4 + [None] if plain else [pool_names[0], pool_names[0], None, "ghost"]
+        pool_name = draw(st.sampled_from([*pool_names, *others]))
         created = AT - timedelta(hours=draw(st.integers(0, 24 * 40)))
-        ann = {DO_NOT_DISRUPT: "true"} if draw(st.integers(0, 9)) == 0 else {}
+        # plain clusters keep their obstacles on pods (PDBs, do-not-disrupt) rather than on whole nodes
+        ann = {DO_NOT_DISRUPT: "true"} if not plain and draw(st.integers(0, 9)) == 0 else {}
         nd = node(
             f"n{i}",
             it,
             pool_name=pool_name,
             zone=draw(st.sampled_from(ZONES)),
-            ct=draw(st.sampled_from(["on-demand", "spot"])),
-            initialized=draw(st.integers(0, 9)) > 0,
+            ct=draw(st.sampled_from(["on-demand", "on-demand", "spot"] if plain else ["on-demand", "spot"])),
+            initialized=plain or draw(st.integers(0, 9)) > 0,
             taints=(TAINT,) if pool_name == "batch" else (),
             created=created,
             annotations=ann,
-            deleting=draw(st.integers(0, 12)) == 0,
-            ready=draw(st.integers(0, 12)) > 0,
+            deleting=not plain and draw(st.integers(0, 12)) == 0,
+            ready=plain or draw(st.integers(0, 12)) > 0,
         )
         nodes.append(nd)
         cpu_left = it.allocatable.get("cpu", 0)
         mem_left = it.allocatable.get("memory", 0)
-        for j in range(draw(st.integers(0, 4))):
-            cpu = draw(st.sampled_from([250, 500, 1000, 2000]))
+        for j in range(draw(st.integers(2, 6) if plain else st.integers(0, 4))):
+            cpu = draw(st.sampled_from([1000, 2000, 500, 250] if plain else [250, 500, 1000, 2000]))
             mem = draw(st.sampled_from([256, 512, 1024, 4096])) * 2**20 * 1000
             if cpu > cpu_left or mem > mem_left:
                 continue
@@ -99,6 +111,8 @@ def clusters(draw: Any, heavy: bool = False) -> tuple[Cluster, Any]:
             app = draw(st.sampled_from(["web", "api", "db"]))
             kw: dict[str, Any] = {"labels": {"app": app}}
             shape = draw(st.integers(0, 7))
+            if plain and shape in (1, 2, 5):
+                shape = 0
             if shape == 1:
                 kw["spread"] = (spread(ZONE, app=app),)
             elif shape == 2:
@@ -139,7 +153,7 @@ def clusters(draw: Any, heavy: bool = False) -> tuple[Cluster, Any]:
             meta[p.key] = PodMeta(created=AT - timedelta(minutes=draw(st.integers(0, 120))))
     c = Cluster(
         nodepools=pools,
-        catalog=CAT,
+        catalog=[*CAT, *BURSTABLE] if plain or draw(st.booleans()) else CAT,
         nodes=nodes,
         running=[p for p in pods if p.node_name],
         pending=[p for p in pods if not p.node_name],
@@ -243,6 +257,12 @@ def test_consolidation_reports_are_safe(case: tuple[Cluster, Any]) -> None:
     _check(*case)
 
 
+@settings(max_examples=200, deadline=None)
+@given(clusters(heavy=True, plain=True))
+def test_repack_reports_are_safe(case: tuple[Cluster, Any]) -> None:
+    _check(*case)
+
+
 def _check(c: Cluster, at: Any) -> None:
     report = consolidate(c, at)
     managed = {n.name for n in c.nodes if n.nodepool in {p.name for p in c.nodepools}}
@@ -290,9 +310,32 @@ def _check(c: Cluster, at: Any) -> None:
         # consolidation only ever saves money, and a replacement is strictly cheaper than what it replaces
         if a.reason == "underutilized":
             cost = sum(price[n] for n in a.nodes)
-            assert len(a.replacements) <= 1
+            assert len(a.replacements) <= 1 or a.method == "repack"
             assert sum(r["price_per_hour"] for r in a.replacements) < cost
             assert a.savings_per_hour > 0
+        if a.method == "repack":
+            # only repack launches several nodes; it must clear its margin whatever option each claim launches
+            assert a.type == "replace" and a.replacements and a.reason == "underutilized"
+            need = max(REPACK_MIN_FRACTION * cost, REPACK_MIN_DOLLARS)
+            assert a.savings_per_hour >= need - 1e-9
+            assert a.savings_per_hour == pytest.approx(cost - sum(r["price_per_hour"] for r in a.replacements))
+            worst = 0.0
+            for r in a.replacements:
+                offers = [
+                    o.price for t in r["instance_type_options"] for o in BY[t].offerings
+                    if o.zone == r["zone"] and o.capacity_type == r["capacity_type"] and o.price is not None
+                ]
+                worst += max(offers)
+            assert worst <= cost - need + 1e-9
+            # no pod of a group has an inter-pod rule, and none is selected by one (the plan did not see the cluster)
+            for key in a.moves:
+                q = next(x for x in c.running if x.key == key)
+                assert not (q.spread or q.affinity or q.anti_affinity or q.preferred_affinity or q.preferred_anti_affinity)
+            # spot to spot only for a single node
+            if any(info[n].spec.labels.get(CT) == "spot" for n in a.nodes) and any(
+                r["capacity_type"] == "spot" for r in a.replacements
+            ):
+                assert len(a.nodes) == 1
         if a.reason == "empty":
             assert not a.moves and not a.replacements
     # a replacement never takes a pool over its limits, counting the nodes left and every earlier replacement (nodes
@@ -301,6 +344,13 @@ def _check(c: Cluster, at: Any) -> None:
         n.name: (n.nodepool or "", (n.spec.capacity or n.spec.allocatable).get("cpu", 0)) for n in c.nodes if not n.deleting
     }
     for a in report.actions:
+        if a.method == "repack":  # its group still counts toward the limits while the new nodes launch
+            for pool in c.nodepools:
+                if pool.limits and any(r["nodepool"] == pool.name for r in a.replacements):
+                    used = sum(v for p_, v in cap.values() if p_ == pool.name) + sum(
+                        BY[r["instance_type"]].capacity.get("cpu", 0) for r in a.replacements if r["nodepool"] == pool.name
+                    )
+                    assert used <= pool.limits.get("cpu", 0), (a, used, pool.limits)
         for n in a.nodes:
             cap.pop(n)
         for r in a.replacements:
@@ -310,7 +360,7 @@ def _check(c: Cluster, at: Any) -> None:
                 used = sum(v for p_, v in cap.values() if p_ == pool.name)
                 assert used <= pool.limits.get("cpu", 0), (a, used, pool.limits)
     for a in report.actions:
-        event(f"action {a.type}/{a.reason}")
+        event(f"action {a.type}/{a.reason}/{a.method}")
     _replay_and_verify(c, report)
     spared = {n.node for n in report.not_disrupted}
     assert spared | seen == set(info) and not (spared & seen)
