@@ -371,3 +371,21 @@ def test_an_abandoned_replace_terminates_the_replacements_it_launched(world: Any
     assert list(alive) == [original.instance_id]
     original.refresh_from_db()
     assert original.terminated_at is None and original.disrupting_at is None
+
+
+@pytest.mark.parametrize("enabled", [True, False])
+def test_the_repack_setting_reaches_the_engine(world: Any, settings: Any, monkeypatch: Any, enabled: bool) -> None:
+    from console.control import disruption
+    from packing.disruption.model import Report
+
+    clock, config, cluster, cloud = world
+    settings.LOADMASTER_CONSOLIDATION_REPACK = enabled
+    seen: dict[str, Any] = {}
+
+    def engine(cluster_in: Any, at: Any, **kwargs: Any) -> Report:
+        seen.update(kwargs)
+        return Report(actions=[])
+
+    monkeypatch.setattr(disruption, "consolidate", engine)
+    disruption.disrupt_run(cluster=cluster, cloud=cloud, now=clock())
+    assert seen == {"repack": enabled}
