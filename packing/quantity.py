@@ -76,9 +76,14 @@ def parse_quantity(value: str | int | float) -> int:
 _BYTE_RESOURCES = frozenset({"memory", "ephemeral-storage", "storage"})
 
 
+def counted_in_bytes(resource: str) -> bool:
+    """Whether a resource is an amount of bytes (formatted with binary suffixes) rather than a count."""
+    return resource in _BYTE_RESOURCES or resource.startswith("hugepages-")
+
+
 def format_quantity(milli: int, resource: str) -> str:
     """Canonical string for a milli-unit amount: cpu "1500m"/"2", memory "3Gi"/"7680Mi"/bytes, counts "58"."""
-    if resource in _BYTE_RESOURCES or resource.startswith("hugepages-"):
+    if counted_in_bytes(resource):
         if milli % 1000:
             return f"{milli}m"
         b = milli // 1000

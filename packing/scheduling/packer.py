@@ -14,6 +14,8 @@ computed too and the cheapest plan wins.
 from __future__ import annotations
 
 import itertools
+import math
+import operator
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -110,6 +112,13 @@ def _fill_balanced(
     When many pods fit, an evenly spaced sample of `window` of them (by size) is scored, and the sample is
     drawn again once none of it fits any more. Fit is checked in exact integers; the score only orders the
     candidates. Deterministic.
+
+    The loop is bounded by numpy's per-call overhead (a few hundred candidates per call), so a pick costs
+    about ten calls: with d the demand direction, a candidate c on usage u scores
+    |u_perp + c_perp| - (c.d)/mu (the projection of u is the same for every candidate and the score is
+    divided by mu), and |u_perp + c_perp|^2 = |u_perp|^2 + 2 u_perp.c + |c_perp|^2 is one dot product of
+    [u_perp, 1, |u_perp|^2] with per-candidate rows [2c, |c_perp|^2, 1]. Candidates that stop fitting get
+    an infinite penalty instead of being compacted out of the arrays.
     """
     n = pods.shape[0]
     if n == 0:
@@ -120,6 +129,7 @@ def _fill_balanced(
     size = q_all.max(axis=1) + 1e-3 * q_all.sum(axis=1)
     order = np.lexsort((np.arange(n), -size))
     ip = pods[order]
+    neg_size = -size[order]  # ascending: where the pods small enough for some room begin
     # resources along the first axis: the fit tests reduce over it, which numpy does far faster than over a
     # short last axis
     ip_t = np.ascontiguousarray(ip.T)
@@ -128,75 +138,97 @@ def _fill_balanced(
     active = [r for r in range(ip_t.shape[0]) if bool(ip_t[r].any())] or [0]
     ia = np.ascontiguousarray(ip_t[active])
     alloc_a = alloc[active]
-    q = q_all[order][:, active]
+    inv_scale = (1.0 / scale[active]).tolist()
+    q = np.ascontiguousarray(q_all[order][:, active])
+    q2_t = np.ascontiguousarray(2.0 * q.T)
     sq = (q * q).sum(axis=1)
     alive = np.ones(n, dtype=bool)
     rem = q.sum(axis=0)
     steps = np.arange(window)
+    order_l = order.tolist()
     bins: list[list[int]] = []
     ptr = 0
     k = q.shape[1]
+    inf = np.inf
+    neg_inv_mu = -1.0 / mu
     while ptr < n:
         if not alive[ptr]:
             ptr += 1
             continue
         norm = float(np.sqrt(rem @ rem))
         d = rem / norm if norm > 0 else np.full(k, 1.0 / np.sqrt(k))
+        d_col = d[:, None]
         alive[ptr] = False
         members = [ptr]
-        iroom = alloc_a - ia[:, ptr]
-        used = q[ptr].copy()
-        fitting: IntArray | None = None
+        room = (alloc_a - ia[:, ptr]).tolist()
+        rem -= q[ptr]
+        # [u_perp, 1, |u_perp|^2]: the node's usage across d
+        vec = np.empty(k + 2)
+        vec[:k] = q[ptr] - float(q[ptr] @ d) * d
+        vec[k] = 1.0
+        vec[k + 1] = float(vec[:k] @ vec[:k])
         while True:
-            if fitting is None:
-                # the fit test runs over the contiguous rest of the pods not yet passed: far cheaper than
-                # gathering the alive ones first
-                ok = np.logical_and.reduce(ia[:, ptr:] <= iroom[:, None], axis=0)
-                ok &= alive[ptr:]
-                fitting = np.flatnonzero(ok) + ptr
-            else:
-                # room only shrinks, so what fits now is among what fitted at the first scan of this node
-                fitting = fitting[
-                    alive[fitting] & np.logical_and.reduce(ia[:, fitting] <= iroom[:, None], axis=0)
-                ]
-            cand = fitting
+            # a pod that fits has every share, so its size, within the room's: the pods before the first
+            # one that small (sizes descend) need no test. The float bound is loosened a little: the exact
+            # integer test below decides
+            shares = [r * s for r, s in zip(room, inv_scale, strict=True)]
+            bound = max(shares) + 1e-3 * sum(shares)
+            lo = max(ptr + 1, int(neg_size.searchsorted(-(bound * (1 + 1e-9) + 1e-12))))
+            if lo >= n:
+                break
+            ok = np.logical_and.reduce(ia[:, lo:] <= np.array(room)[:, None], axis=0)
+            ok &= alive[lo:]
+            cand = np.flatnonzero(ok)
             if not cand.size:
                 break
+            cand += lo
             whole = cand.size <= window
             if not whole:
                 cand = cand[(steps * (cand.size - 1)) // (window - 1)]
+            m = cand.size
             cip = ia[:, cand]
-            # per candidate: its shares (k columns), its projection on d, its squared norm
-            qc = q[cand]
-            cf = np.concatenate([qc, (qc @ d)[:, None], sq[cand][:, None]], axis=1)
-            ud = float(used @ d)
-            uu = float(used @ used)
-            while cand.size:
-                proj = cf[:, k] + ud
-                nn = cf[:, :k] @ (2.0 * used)
-                nn += cf[:, k + 1] + uu
-                score = nn - proj * proj
-                np.maximum(score, 0.0, out=score)
+            rows = np.empty((k + 2, m))
+            rows[:k] = q2_t[:, cand]
+            along = d @ rows[:k]
+            along *= 0.5
+            rows[k] = sq[cand]
+            rows[k] -= along * along
+            rows[k + 1] = 1.0
+            perp_t = rows[:k] * 0.5
+            perp_t -= d_col * along
+            # penalty: minus the projection (over mu), infinite once the candidate is taken or known not
+            # to fit
+            pen = along
+            pen *= neg_inv_mu
+            while True:
+                t = vec @ rows
+                score = np.abs(t)  # |u_perp + c_perp|^2 >= 0 but for rounding
                 np.sqrt(score, out=score)
-                score *= mu
-                score -= proj
-                j = int(score.argmin())
+                score += pen
+                while True:
+                    j = int(score.argmin())
+                    if score[j] == inf:
+                        break
+                    # the best-scoring candidate usually fits: test it alone, and only when it does not,
+                    # rule out in one pass every candidate that no longer fits
+                    if all(map(operator.le, cip[:, j].tolist(), room)):
+                        break
+                    bad = np.logical_or.reduce(cip > np.array(room)[:, None], axis=0)
+                    np.copyto(pen, inf, where=bad)
+                    np.copyto(score, inf, where=bad)
+                if score[j] == inf:
+                    break
                 pick = int(cand[j])
                 members.append(pick)
                 alive[pick] = False
-                iroom = iroom - cip[:, j]
-                used = used + cf[j, :k]
-                ud = float(proj[j])
-                uu = float(nn[j])
-                keep = np.logical_and.reduce(cip <= iroom[:, None], axis=0)
-                keep[j] = False
-                cand = cand[keep]
-                cip = cip[:, keep]
-                cf = cf[keep]
+                rem -= q[pick]
+                room = list(map(operator.sub, room, cip[:, j].tolist()))
+                vec[:k] += perp_t[:, j]
+                vec[k + 1] = t[j]
+                pen[j] = inf
             if whole:
                 break
-        rem = rem - used
-        bins.append([int(order[i]) for i in members])
+        bins.append([order_l[i] for i in members])
     return bins
 
 
@@ -382,20 +414,30 @@ def _assign_by_lp(
     q = pods / scale
     # fine cells make the cell means close to their pods (the LP's type mix then packs well); coarser
     # ones when the LP would grow too large
-    cells: dict[tuple[int, ...], list[int]] = {}
     for cell in cell_sizes:
-        cells = {}
         logs = np.floor(np.log(np.maximum(q, 1e-12)) / np.log(cell)).astype(np.int64)
         logs[q <= 0] = -(10**6)
-        for i, key in enumerate(map(tuple, logs.tolist())):
-            cells.setdefault(key, []).append(i)
-        if len(cells) <= LP_MAX_CELLS:
+        _, first_at, inverse = _unique_rows(logs)
+        if first_at.size <= LP_MAX_CELLS:
             break
     else:
         return None
-    cell_list = list(cells.values())
-    means = np.array([q[c].mean(axis=0) for c in cell_list])
-    biggest = np.array([q[c].max(axis=0) for c in cell_list])
+    # cells numbered in the order their first pod comes (the LP's columns, so its choice among equal
+    # optima, do not depend on how the keys sort)
+    rank = np.empty(first_at.size, dtype=np.int64)
+    rank[np.argsort(first_at, kind="stable")] = np.arange(first_at.size)
+    cell_of = rank[inverse.reshape(-1)]
+    n_c = first_at.size
+    counts = np.bincount(cell_of, minlength=n_c)
+    starts = np.concatenate([[0], np.cumsum(counts)[:-1]])
+    # summed one pod at a time in index order (np.add.at), as a mean over each cell's pods would
+    sums = np.zeros((n_c, n_r))
+    np.add.at(sums, cell_of, q)
+    means = sums / counts[:, None]
+    biggest = np.full((n_c, n_r), -np.inf)
+    np.maximum.at(biggest, cell_of, q)
+    # and largest first (by the sum of their shares) for dealing them out to types
+    by_cell = np.lexsort((np.arange(n), -q.sum(axis=1), cell_of))
     a = allocs / scale
     fits = (a[None, :, :] >= biggest[:, None, :] - 1e-12).all(axis=2)
     # nodes of each type one mean pod of each cell takes up on its own (its largest share of the node)
@@ -405,29 +447,43 @@ def _assign_by_lp(
     first = np.argsort(per_node * price[None, :], axis=1, kind="stable")[:, :first_types]
     chosen = np.zeros(n_o, dtype=bool)
     chosen[first[np.isfinite(np.take_along_axis(per_node, first, axis=1))]] = True
-    solved = _solve_mix(means, fits, a, price, np.flatnonzero(chosen), [float(len(c)) for c in cell_list])
+    solved = _solve_mix(means, fits, a, price, np.flatnonzero(chosen), counts.astype(np.float64).tolist())
     if solved is None:
         return None
     y_cells, y_opts, y_sol, _ = solved
     assign = np.full(n, -1, dtype=np.int64)
+    alloc_size = allocs.sum(axis=1).tolist()
     per_cell: dict[int, list[tuple[float, int]]] = {}
     for j in np.flatnonzero(y_sol > 1e-9).tolist():
         per_cell.setdefault(int(y_cells[j]), []).append((float(y_sol[j]), int(y_opts[j])))
-    for c, members in enumerate(cell_list):
-        shares = sorted(per_cell.get(c, []), key=lambda t: (-float(allocs[t[1]].sum()), t[1]))
+    # each cell's pods are dealt out to its types in the LP's proportions, largest pods to largest types
+    for c, (c0, size) in enumerate(zip(starts.tolist(), counts.tolist(), strict=True)):
+        shares = sorted(per_cell.get(c, []), key=lambda t: (-alloc_size[t[1]], t[1]))
         if not shares:
             return None
-        order = sorted(members, key=lambda i: (-float(q[i].sum()), i))
         total = sum(y for y, _ in shares)
         pos = 0
         acc = 0.0
         for k, (y, o) in enumerate(shares):
             acc += y
-            end = len(order) if k == len(shares) - 1 else int(round(acc / total * len(order)))
-            for i in order[pos:end]:
-                assign[i] = o
+            end = size if k == len(shares) - 1 else int(round(acc / total * size))
+            assign[by_cell[c0 + pos : c0 + end]] = o
             pos = end
     return assign
+
+
+def _unique_rows(rows: IntArray) -> tuple[IntArray, IntArray, IntArray]:
+    """np.unique(rows, axis=0, return_index=True, return_inverse=True), through one integer key per row
+    when the rows' ranges allow it (sorting a 1-D key is several times faster than sorting rows)."""
+    lo = rows.min(axis=0)
+    span = (rows.max(axis=0) - lo + 1).tolist()
+    if math.prod(span) >= 2**62:
+        u, first_at, inverse = np.unique(rows, axis=0, return_index=True, return_inverse=True)
+        return u, first_at, inverse.reshape(-1)
+    mult = np.array([math.prod(span[r + 1 :]) for r in range(len(span))], dtype=np.int64)
+    key = (rows - lo) @ mult
+    u, first_at, inverse = np.unique(key, return_index=True, return_inverse=True)
+    return rows[first_at], first_at, inverse.reshape(-1)
 
 
 def _solve_mix(

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from packing.quantity import format_quantity
+from packing.quantity import counted_in_bytes, format_quantity
 from packing.requirements import Requirements
 from packing.resources import CPU, MEMORY, PODS
 from packing.taints import first_untolerated
@@ -16,9 +16,36 @@ from packing.taints import first_untolerated
 if TYPE_CHECKING:
     from packing.scheduling.scheduler import PodContext, PoolTemplate, _Solve
 
+# the binary units for byte resources, largest first
+_BYTE_UNITS = (("Ei", 2**60), ("Pi", 2**50), ("Ti", 2**40), ("Gi", 2**30), ("Mi", 2**20), ("Ki", 2**10))
+
+
+def human_quantity(milli: int, key: str, *, round_up: bool) -> str:
+    """An amount as a person reads it: cpu and counts in units with up to 3 decimals (exact: a milli-unit
+    is 0.001) or as millis below one unit; bytes in the largest binary unit with up to 2 decimals.
+
+    Bytes that 2 decimals cannot show exactly are rounded up (what a pod asks for) or down (what a node
+    offers), so a request that does not fit never reads as no larger than the largest offer.
+    """
+    if counted_in_bytes(key):
+        if milli % 1000 or milli < 1000 * 1024:
+            return format_quantity(milli, key)
+        b = milli // 1000
+        for suffix, size in _BYTE_UNITS:
+            if b >= size:
+                hundredths, rest = divmod(b * 100, size)
+                if rest and round_up:
+                    hundredths += 1
+                whole, frac = divmod(hundredths, 100)
+                return f"{whole}.{frac:02d}".rstrip("0").rstrip(".") + suffix
+    if milli < 1000 and milli % 1000:
+        return f"{milli}m"
+    whole, frac = divmod(milli, 1000)
+    return f"{whole}.{frac:03d}".rstrip("0").rstrip(".")
+
 
 def _amount(key: str, milli: int) -> str:
-    q = format_quantity(milli, key)
+    q = human_quantity(milli, key, round_up=False)
     if key == CPU:
         return f"{q} cpu"
     if key == MEMORY:
@@ -31,7 +58,7 @@ def _describe_request(keys: tuple[str, ...], vec: tuple[int, ...]) -> str:
     for k, v in zip(keys, vec, strict=True):
         if k == PODS or not v:
             continue
-        q = format_quantity(v, k)
+        q = human_quantity(v, k, round_up=True)
         parts.append(f"{q} cpu" if k == CPU else f"{q} memory" if k == MEMORY else f"{q} {k}")
     return " and ".join(parts) or "the requested resources"
 

@@ -55,8 +55,14 @@ _BASIC = frozenset({CPU, MEMORY, PODS})
 _ALT_BLOCK = 128
 
 
-def largest_first(ctxs: Sequence[PodContext]) -> list[PodContext]:
-    """Pods by cpu, then memory, largest first; names break ties so the plan is deterministic."""
+def largest_first(ctxs: Sequence[PodContext], *, keys: Sequence[str] = ()) -> list[PodContext]:
+    """Pods by cpu, then memory, largest first; names break ties so the plan is deterministic.
+
+    `keys`, the resource order of the contexts' vectors, lets the sort read them instead of calling each
+    pod's request mapping twice (the same amounts; the calls dominate the sort on 10,000 pods)."""
+    if CPU in keys and MEMORY in keys:
+        ci, mi = list(keys).index(CPU), list(keys).index(MEMORY)
+        return sorted(ctxs, key=lambda c: (-c.vec[ci], -c.vec[mi], c.pod.namespace, c.pod.name))
     return sorted(
         ctxs,
         key=lambda c: (-c.pod.requests.get(CPU, 0), -c.pod.requests.get(MEMORY, 0), c.pod.namespace, c.pod.name),
@@ -1255,7 +1261,7 @@ class _Solve:
 
     def run(self, lower_bound: bool) -> Results:
         self._compute_size_caps([c for c in self.ctxs if self._is_constrained(c)])
-        order = largest_first(self.ctxs)
+        order = largest_first(self.ctxs, keys=self.keys)
         simple: list[PodContext] = []
         for ctx in order:
             if self.greedy or self._is_constrained(ctx):
@@ -1360,10 +1366,14 @@ class _Solve:
                     ranked.append((spot, aoff.price or 0.0, alt.it.name, alt.index))
             ranked.sort()
             order = np.array([r[3] for r in ranked], dtype=np.int64)
-            ordered_alloc = first.tpl.alloc_matrix[order]
+            # resources along the first axis: one 2-D comparison per resource is far faster than a 3-D one
+            # reduced over a short last axis
+            ordered_alloc_t = np.ascontiguousarray(first.tpl.alloc_matrix[order].T)
             tnames = [r[2] for r in ranked]
-            used = np.array([claims[i].used for i in members], dtype=np.int64).reshape(
-                len(members), len(self.keys)
+            used_t = (
+                np.array([claims[i].used for i in members], dtype=np.int64)
+                .reshape(len(members), len(self.keys))
+                .T.copy()
             )
             # types are tested a block at a time, cheapest first, and a claim drops out once it has its
             # MAX_OPTIONS: small claims find them among the first block, so most of the catalog is never
@@ -1372,9 +1382,12 @@ class _Solve:
             hit_cols: list[npt.NDArray[np.int64]] = []
             need = np.full(len(members), MAX_OPTIONS, dtype=np.int64)
             pending = np.arange(len(members))
-            for c0 in range(0, ordered_alloc.shape[0], _ALT_BLOCK):
-                block = ordered_alloc[c0 : c0 + _ALT_BLOCK]
-                fit = (block[None, :, :] >= used[pending, None, :]).all(axis=2)
+            for c0 in range(0, ordered_alloc_t.shape[1], _ALT_BLOCK):
+                block_t = ordered_alloc_t[:, c0 : c0 + _ALT_BLOCK]
+                pend_used = used_t[:, pending]
+                fit = pend_used[0][:, None] <= block_t[0][None, :]
+                for r in range(1, block_t.shape[0]):
+                    fit &= pend_used[r][:, None] <= block_t[r][None, :]
                 fit &= np.cumsum(fit, axis=1) <= need[pending, None]
                 rows, cols = np.nonzero(fit)
                 hit_rows.append(pending[rows])
@@ -1394,8 +1407,14 @@ class _Solve:
                 chosen = claims[i].chosen
                 assert chosen is not None
                 name = chosen.it.name
-                others = [tnames[j] for j in hits[r] if tnames[j] != name]
-                out[i] = [name, *others[: MAX_OPTIONS - 1]]
+                names = [tnames[j] for j in hits[r]]
+                if name in names:
+                    names.remove(name)
+                    names.insert(0, name)
+                    out[i] = names
+                else:
+                    names.insert(0, name)
+                    out[i] = names[:MAX_OPTIONS]
         return out
 
     # ----------------------------------------------------------------- reasons

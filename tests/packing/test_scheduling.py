@@ -71,7 +71,7 @@ def test_resources_fit_and_cheapest_type() -> None:
 def test_too_big_pod_reason_names_request_and_largest() -> None:
     _, r = solve([pod("big", "96", "768Gi")])
     assert reasons(r, "default/big") == {
-        "default": "no instance type has 96 cpu and 768Gi memory available (largest offered: 31900m cpu, 261888Mi)"
+        "default": "no instance type has 96 cpu and 768Gi memory available (largest offered: 31.9 cpu, 255.75Gi)"
     }
 
 
