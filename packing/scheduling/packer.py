@@ -137,6 +137,7 @@ def _fill_balanced(
     # every score, so it is left out of both
     active = [r for r in range(ip_t.shape[0]) if bool(ip_t[r].any())] or [0]
     ia = np.ascontiguousarray(ip_t[active])
+    ia_rows = list(ia)  # row views, indexed without numpy's tuple-index overhead
     alloc_a = alloc[active]
     inv_scale = (1.0 / scale[active]).tolist()
     q = np.ascontiguousarray(q_all[order][:, active])
@@ -176,8 +177,10 @@ def _fill_balanced(
             lo = max(ptr + 1, int(neg_size.searchsorted(-(bound * (1 + 1e-9) + 1e-12))))
             if lo >= n:
                 break
-            ok = np.logical_and.reduce(ia[:, lo:] <= np.array(room)[:, None], axis=0)
-            ok &= alive[lo:]
+            # one comparison per resource into a reused mask: cheaper than building the (k, n) table
+            ok = alive[lo:].copy()
+            for r in range(k):
+                ok &= ia_rows[r][lo:] <= room[r]
             cand = np.flatnonzero(ok)
             if not cand.size:
                 break
@@ -213,7 +216,9 @@ def _fill_balanced(
                     # rule out in one pass every candidate that no longer fits
                     if all(map(operator.le, cip[:, j].tolist(), room)):
                         break
-                    bad = np.logical_or.reduce(cip > np.array(room)[:, None], axis=0)
+                    bad = cip[0] > room[0]
+                    for r in range(1, k):
+                        bad |= cip[r] > room[r]
                     np.copyto(pen, inf, where=bad)
                     np.copyto(score, inf, where=bad)
                 if score[j] == inf:
