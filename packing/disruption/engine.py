@@ -119,6 +119,21 @@ def _eviction_cost(p: Pod, meta_annotations: dict[str, str], priority: int) -> f
     return max(-10.0, min(10.0, cost))
 
 
+def _one_cheaper_node_why(
+    fits: npt.NDArray[np.bool_], tprice: npt.NDArray[np.float64], tlabel: Sequence[str], cost: float
+) -> str | None:
+    """Why no single new node can take pods needing the room `fits` marks, for less than `cost` (None: one can)."""
+    if not bool(fits.any()):
+        return "its pods would need more than one new node (consolidation launches at most one)"
+    j = int(np.argmin(np.where(fits, tprice, np.inf)))
+    if tprice[j] + _EPS >= cost:
+        return (
+            f"no cheaper replacement: cheapest fitting option {tlabel[j]} at {money(float(tprice[j]))} "
+            f"≥ current {money(cost)}"
+        )
+    return None
+
+
 class _Engine:
     def __init__(
         self,
@@ -962,16 +977,7 @@ class _Engine:
             return None
         _, talloc, tprice, tlabel = self._type_table()
         cost = sum(self.price[n] for n in names)
-        fits = np.all(talloc >= left, axis=1)
-        if not bool(fits.any()):
-            return "its pods would need more than one new node (consolidation launches at most one)"
-        j = int(np.argmin(np.where(fits, tprice, np.inf)))
-        if tprice[j] + _EPS >= cost:
-            return (
-                f"no cheaper replacement: cheapest fitting option {tlabel[j]} at {money(float(tprice[j]))} "
-                f"≥ current {money(cost)}"
-            )
-        return None
+        return _one_cheaper_node_why(np.all(talloc >= left, axis=1), tprice, tlabel, cost)
 
     def _first_fit_left(self, names: Sequence[str]) -> npt.NDArray[np.int64] | None:
         """What first-fit onto the other nodes leaves over of the pods of `names` (None when _first_fit_applies
@@ -1037,15 +1043,9 @@ class _Engine:
         stuck = pm[~fits]
         if len(stuck):
             need = stuck.sum(axis=0)
-            ok = np.asarray((talloc >= need).all(axis=1), dtype=bool)
-            if not bool(ok.any()):
-                return "its pods would need more than one new node (consolidation launches at most one)"
-            j = int(np.argmin(np.where(ok, tprice, np.inf)))
-            if tprice[j] + _EPS >= cost:
-                return (
-                    f"no cheaper replacement: cheapest fitting option {tlabel[j]} at {money(float(tprice[j]))} "
-                    f"≥ current {money(cost)}"
-                )
+            why = _one_cheaper_node_why(np.asarray((talloc >= need).all(axis=1), dtype=bool), tprice, tlabel, cost)
+            if why:
+                return why
         if not roomy:
             return "its pods do not fit in the free room of the other nodes plus one cheaper node"
         return None

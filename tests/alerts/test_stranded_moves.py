@@ -9,7 +9,6 @@ from decimal import Decimal
 from typing import Any
 
 import pytest
-from django.contrib.auth.models import User
 
 from console.alerts import messages, services
 from console.alerts.models import AlertEvent, AlertRule, Channel, StrandedMove
@@ -17,16 +16,13 @@ from console.control.disruption import disrupt_run
 from console.control.lifecycle import lifecycle_run
 from console.control.models import DisruptionAction
 from console.control.provisioning import provision_run
-from console.fleet import services as fleet_services
 from console.fleet.models import NodeClaim
-from console.simulation import services as sim
 from console.simulation.cloud import SimulatedCloud
 from console.simulation.cluster import SimulatedCluster
 from console.simulation.config import SimulationConfig
 from packing.disruption.model import NotDisrupted, Report
 from tests.alerts.conftest import SlackDouble
-from tests.simulation.conftest import Clock, pdb, pod
-from tests.web.conftest import NODECLASS
+from tests.simulation.conftest import Clock, advance, loop_world, on_demand_pool, pdb, pod
 
 pytestmark = pytest.mark.django_db
 NOW = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
@@ -159,24 +155,8 @@ def test_pool_scope_counts_only_its_nodes(channel: Channel, slack: SlackDouble) 
 
 @pytest.fixture
 def world(db: Any, settings: Any) -> tuple[Clock, SimulationConfig, SimulatedCluster, SimulatedCloud]:
-    settings.LOADMASTER_CLUSTER_NAME = "test"
-    clock = Clock()
-    config = SimulationConfig(cluster_name="test", seed=7, demo_workloads=False, spot_interruptions_per_hour=0.0,
-                              state_changes_per_hour=0.0, replica_noise=0.0)
-    sim.simulation_reset(seed=7, now=clock(), config=config)
-    user = User.objects.create_user("ops")
-    fleet_services.nodeclass_create(values=NODECLASS, user=user)
-    fleet_services.nodepool_create(values={
-        "name": "general", "node_class_name": "default", "consolidate_after": "0s", "budgets": [{"nodes": "100%"}],
-        "requirements": [{"key": "karpenter.sh/capacity-type", "operator": "In", "values": ["on-demand"]},
-                         {"key": "karpenter.k8s.aws/instance-category", "operator": "In", "values": ["c", "m"]}]},
-        user=user)
-    return clock, config, SimulatedCluster(clock=clock, sleep=lambda _: None), SimulatedCloud(config, clock=clock)
-
-
-def advance(clock: Clock, config: SimulationConfig, seconds: float) -> None:
-    clock.advance(seconds)
-    sim.simulation_tick(now=clock(), config=config)
+    return loop_world(settings, on_demand_pool("general", ["c", "m"], consolidate_after="0s",
+                                               budgets=[{"nodes": "100%"}]))
 
 
 def test_the_disruption_loop_records_updates_and_clears_a_pdb_block(world: Any, channel: Channel,

@@ -8,19 +8,16 @@ from decimal import Decimal
 from typing import Any
 
 import pytest
-from django.contrib.auth.models import User
 
 from console.alerts import messages, services
 from console.alerts.models import AlertEvent, AlertRule, Channel, PendingPod
 from console.control.provisioning import provision_run
-from console.fleet import services as fleet_services
 from console.simulation import services as sim
 from console.simulation.cloud import SimulatedCloud
 from console.simulation.cluster import SimulatedCluster
 from console.simulation.config import SimulationConfig
 from tests.alerts.conftest import SlackDouble
-from tests.simulation.conftest import Clock, pod
-from tests.web.conftest import NODECLASS
+from tests.simulation.conftest import Clock, loop_world, on_demand_pool, pod
 
 pytestmark = pytest.mark.django_db
 NOW = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
@@ -141,20 +138,8 @@ def test_pins_from_node_selector_and_required_affinity() -> None:
 
 @pytest.fixture
 def world(db: Any, settings: Any) -> tuple[Clock, SimulationConfig, SimulatedCluster, SimulatedCloud]:
-    settings.LOADMASTER_CLUSTER_NAME = "test"
-    clock = Clock()
-    config = SimulationConfig(cluster_name="test", seed=7, demo_workloads=False, spot_interruptions_per_hour=0.0,
-                              state_changes_per_hour=0.0, replica_noise=0.0)
-    sim.simulation_reset(seed=7, now=clock(), config=config)
-    user = User.objects.create_user("ops")
-    fleet_services.nodeclass_create(values=NODECLASS, user=user)
-    for name, category in (("general", "m"), ("compute", "c")):
-        fleet_services.nodepool_create(values={
-            "name": name, "node_class_name": "default", "limits": {"cpu": "64"},
-            "requirements": [{"key": "karpenter.sh/capacity-type", "operator": "In", "values": ["on-demand"]},
-                             {"key": "karpenter.k8s.aws/instance-category", "operator": "In", "values": [category]}]},
-            user=user)
-    return clock, config, SimulatedCluster(clock=clock, sleep=lambda _: None), SimulatedCloud(config, clock=clock)
+    return loop_world(settings, *(on_demand_pool(name, [category], limits={"cpu": "64"})
+                                  for name, category in (("general", "m"), ("compute", "c"))))
 
 
 def test_the_beat_tick_reads_the_simulated_cluster_and_the_ledger(world: Any, channel: Channel,

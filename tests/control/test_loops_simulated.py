@@ -6,48 +6,29 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from django.contrib.auth.models import User
 
 from console.control.lifecycle import garbage_collect_run, interruption_run, lifecycle_run
 from console.control.locks import loop_lock
 from console.control.provisioning import nodeclaim_launch, provision_run
 from console.fleet import services
 from console.fleet.models import Decision, NodeClaim
-from console.simulation import services as sim
 from console.simulation.cloud import SimulatedCloud
 from console.simulation.cluster import SimulatedCluster
 from console.simulation.config import SimulationConfig
-from tests.simulation.conftest import Clock, pod
+from tests.simulation.conftest import Clock, advance, loop_world, on_demand_pool, pod
 from tests.web.conftest import NODECLASS
 
 
 @pytest.fixture
 def world(db: Any, settings: Any) -> tuple[Clock, SimulationConfig, SimulatedCluster, SimulatedCloud]:
-    settings.LOADMASTER_CLUSTER_NAME = "test"
-    clock = Clock()
-    config = SimulationConfig(cluster_name="test", seed=7, demo_workloads=False, spot_interruptions_per_hour=0.0,
-                              state_changes_per_hour=0.0, replica_noise=0.0)
-    sim.simulation_reset(seed=7, now=clock(), config=config)
-    user = User.objects.create_user("ops")
-    services.nodeclass_create(values=NODECLASS, user=user)
-    services.nodepool_create(values={
-        "name": "general", "node_class_name": "default",
-        "requirements": [{"key": "karpenter.sh/capacity-type", "operator": "In", "values": ["on-demand"]},
-                         {"key": "karpenter.k8s.aws/instance-category", "operator": "In", "values": ["c", "m"]}],
-        "limits": {"cpu": "64"}}, user=user)
-    return clock, config, SimulatedCluster(clock=clock, sleep=lambda _: None), SimulatedCloud(config, clock=clock)
-
-
-def tick(clock: Clock, config: SimulationConfig, seconds: float) -> None:
-    clock.advance(seconds)
-    sim.simulation_tick(now=clock(), config=config)
+    return loop_world(settings, on_demand_pool("general", ["c", "m"], limits={"cpu": "64"}))
 
 
 def test_pending_pods_become_running_pods(world: Any) -> None:
     clock, config, cluster, cloud = world
     for i in range(6):
         cluster.apply(pod(f"web-{i}", namespace="shop", cpu="1", memory="2Gi", labels={"app": "web"}))
-    tick(clock, config, 1)                            # the simulated kube-scheduler marks them Unschedulable
+    advance(clock, config, 1)                            # the simulated kube-scheduler marks them Unschedulable
     assert len(cluster.pending_pods()) == 6
 
     outcome = provision_run(cluster=cluster, cloud=cloud, now=clock())
@@ -63,7 +44,7 @@ def test_pending_pods_become_running_pods(world: Any) -> None:
     assert again.launched == [] and NodeClaim.objects.count() == len(claims)
 
     for _ in range(8):                                 # boot, register, initialize, bind
-        tick(clock, config, 10)
+        advance(clock, config, 10)
         lifecycle_run(cluster=cluster, cloud=cloud, now=clock())
     claims = list(NodeClaim.objects.all())
     assert all(c.registered_at and c.initialized_at and c.node_name for c in claims)
@@ -77,7 +58,7 @@ def test_pending_pods_become_running_pods(world: Any) -> None:
 def test_a_claim_is_launched_once_even_if_asked_twice(world: Any) -> None:
     clock, config, cluster, cloud = world
     cluster.apply(pod("solo", cpu="1", memory="1Gi"))
-    tick(clock, config, 1)
+    advance(clock, config, 1)
     with loop_lock("provision"):                        # another worker is provisioning
         assert provision_run(cluster=cluster, cloud=cloud, now=clock()).skipped
     assert NodeClaim.objects.count() == 0
@@ -92,7 +73,7 @@ def test_a_claim_is_launched_once_even_if_asked_twice(world: Any) -> None:
 def test_unschedulable_verdicts_are_recorded_once(world: Any) -> None:
     clock, config, cluster, cloud = world
     cluster.apply(pod("huge", cpu="500", memory="1Gi"))
-    tick(clock, config, 1)
+    advance(clock, config, 1)
     provision_run(cluster=cluster, cloud=cloud, now=clock())
     provision_run(cluster=cluster, cloud=cloud, now=clock())
     verdicts = Decision.objects.filter(kind=Decision.UNSCHEDULABLE)
@@ -122,15 +103,15 @@ def test_spot_interruption_cordons_drains_and_records(world: Any) -> None:
     services.nodepool_update(nodepool=pool, values={"requirements": [
         {"key": "karpenter.sh/capacity-type", "operator": "In", "values": ["spot"]}]}, user=None)
     cluster.apply(pod("web-0", namespace="shop", cpu="1", memory="1Gi", owner="ReplicaSet/web-abc"))
-    tick(clock, config, 1)
+    advance(clock, config, 1)
     provision_run(cluster=cluster, cloud=cloud, now=clock())
     for _ in range(8):
-        tick(clock, config, 10)
+        advance(clock, config, 10)
         lifecycle_run(cluster=cluster, cloud=cloud, now=clock())
     claim = NodeClaim.objects.get()
     assert claim.capacity_type == "spot" and claim.initialized_at
     assert cloud.interrupt(claim.instance_id)
-    tick(clock, config, 1)                              # the warning reaches the queue
+    advance(clock, config, 1)                              # the warning reaches the queue
     outcome = interruption_run(cluster=cluster, cloud=cloud, now=clock())
     assert outcome.handled == [claim.name]
     node = cluster.get_node(claim.node_name)
@@ -149,7 +130,7 @@ def test_capacity_errors_mark_offerings_unavailable_for_the_ttl(world: Any, sett
     clock, config, cluster, cloud = world
     settings.LOADMASTER_UNAVAILABLE_OFFERING_TTL = 60
     cluster.apply(pod("solo", cpu="1", memory="1Gi"))
-    tick(clock, config, 1)
+    advance(clock, config, 1)
     from console.simulation.services import ice_offerings_set
 
     ice_offerings_set(["*:*:on-demand"])                 # every on-demand offering refuses
@@ -168,10 +149,10 @@ def test_metrics_sample_cost_packing_and_pending(world: Any) -> None:
     for i in range(3):
         cluster.apply(pod(f"web-{i}", namespace="shop", cpu="1", memory="2Gi"))
     cluster.apply(pod("huge", cpu="500", memory="1Gi"))
-    tick(clock, config, 1)
+    advance(clock, config, 1)
     provision_run(cluster=cluster, cloud=cloud, now=clock())
     for _ in range(8):
-        tick(clock, config, 10)
+        advance(clock, config, 10)
         lifecycle_run(cluster=cluster, cloud=cloud, now=clock())
     metrics_record(cluster=cluster, now=clock())
     metrics_record(cluster=cluster, now=clock())            # same minute: rows replaced, not added
@@ -189,10 +170,10 @@ def test_metrics_sample_cost_packing_and_pending(world: Any) -> None:
 
 
 def _bring_up(clock: Clock, config: SimulationConfig, cluster: SimulatedCluster, cloud: SimulatedCloud) -> None:
-    tick(clock, config, 1)
+    advance(clock, config, 1)
     provision_run(cluster=cluster, cloud=cloud, now=clock())
     for _ in range(8):
-        tick(clock, config, 10)
+        advance(clock, config, 10)
         lifecycle_run(cluster=cluster, cloud=cloud, now=clock())
 
 
@@ -204,7 +185,7 @@ def _disrupt_until_settled(clock: Clock, config: SimulationConfig, cluster: Simu
     for _ in range(rounds):
         outcome = disrupt_run(cluster=cluster, cloud=cloud, now=clock())
         states.append(outcome.state)
-        tick(clock, config, 10)
+        advance(clock, config, 10)
         lifecycle_run(cluster=cluster, cloud=cloud, now=clock())
     return states
 

@@ -153,3 +153,40 @@ M6I_SPOT_A = LaunchOption("m6i.xlarge", "us-east-1a", "spot", 0.07)
 M6I_SPOT_B = LaunchOption("m6i.xlarge", "us-east-1b", "spot", 0.08)
 C6I_SPOT_A = LaunchOption("c6i.xlarge", "us-east-1a", "spot", 0.065)
 M6I_OD_A = LaunchOption("m6i.xlarge", "us-east-1a", "on-demand", 0.192)
+
+
+LoopWorld = tuple[Clock, SimulationConfig, SimulatedCluster, SimulatedCloud]
+
+
+def loop_world(settings: Any, *nodepools: Mapping[str, Any]) -> LoopWorld:
+    """A quiet simulated cluster and cloud (no demo workloads, no interruptions) with the default
+    EC2NodeClass and the given NodePools: the setting of the control-loop tests end to end."""
+    from django.contrib.auth.models import User
+
+    from console.fleet import services as fleet_services
+    from tests.web.conftest import NODECLASS
+
+    settings.LOADMASTER_CLUSTER_NAME = "test"
+    clock = Clock()
+    config = SimulationConfig(cluster_name="test", seed=7, demo_workloads=False, spot_interruptions_per_hour=0.0,
+                              state_changes_per_hour=0.0, replica_noise=0.0)
+    services.simulation_reset(seed=7, now=clock(), config=config)
+    user = User.objects.create_user("ops")
+    fleet_services.nodeclass_create(values=NODECLASS, user=user)
+    for values in nodepools:
+        fleet_services.nodepool_create(values=dict(values), user=user)
+    return clock, config, SimulatedCluster(clock=clock, sleep=lambda _: None), SimulatedCloud(config, clock=clock)
+
+
+def on_demand_pool(name: str, categories: Sequence[str], **values: Any) -> dict[str, Any]:
+    return {"name": name, "node_class_name": "default",
+            "requirements": [{"key": "karpenter.sh/capacity-type", "operator": "In", "values": ["on-demand"]},
+                             {"key": "karpenter.k8s.aws/instance-category", "operator": "In",
+                              "values": list(categories)}],
+            **values}
+
+
+def advance(clock: Clock, config: SimulationConfig, seconds: float) -> None:
+    """Move the clock and let the simulated cluster catch up (kube-scheduler, registrations…)."""
+    clock.advance(seconds)
+    services.simulation_tick(now=clock(), config=config)
