@@ -928,18 +928,10 @@ class _Engine:
         # what is left needs the one new node: the same necessary condition as _first_fit_check, from this pass
         _, talloc, tprice, tlabel = self._type_table()
         cost = sum(self.price[n] for n in names)
-        fits = np.all(talloc >= left, axis=1)
-        if not bool(fits.any()):
+        why = _one_cheaper_node_why(np.all(talloc >= left, axis=1), tprice, tlabel, cost)
+        if why:
             wi = WhatIf(Results(), [])
-            wi.failure = "its pods would need more than one new node (consolidation launches at most one)"
-            return wi
-        j = int(np.argmin(np.where(fits, tprice, np.inf)))
-        if tprice[j] + _EPS >= cost:
-            wi = WhatIf(Results(), [])
-            wi.failure = (
-                f"no cheaper replacement: cheapest fitting option {tlabel[j]} at {money(float(tprice[j]))} "
-                f"≥ current {money(cost)}"
-            )
+            wi.failure = why
             return wi
         if self.sim.no_new_node(names):
             # what first-fit leaves over needs a new node, and no pool may launch one
