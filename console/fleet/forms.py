@@ -402,14 +402,25 @@ class ImportForm(forms.Form):
     dry_run = forms.BooleanField(required=False, label="Validate only (save nothing)")
 
     def sources(self, uploaded: Iterable[Any]) -> list[tuple[str, str]]:
-        result: list[tuple[str, str]] = []
-        for upload in uploaded:
-            try:
-                result.append((upload.name, upload.read().decode("utf-8")))
-            except UnicodeDecodeError:
-                raise ValidationError(f"{upload.name}: not UTF-8 text") from None
-        if self.cleaned_data.get("text", "").strip():
-            result.append(("pasted YAML", self.cleaned_data["text"]))
-        if not result:
-            raise ValidationError("Paste YAML or choose at least one file.")
-        return result
+        return yaml_sources(uploaded, self.cleaned_data.get("text", ""))
+
+
+def yaml_sources(uploaded: Iterable[Any], pasted: str, *, max_bytes: int | None = None) -> list[tuple[str, str]]:
+    """(name, text) of each uploaded file, then of the pasted YAML: what the import and snapshot forms hand to
+    the YAML readers. Files over max_bytes in total are refused before they are decoded (the limit protects
+    memory too)."""
+    result: list[tuple[str, str]] = []
+    total = 0
+    for upload in uploaded:
+        total += upload.size or 0
+        if max_bytes is not None and total > max_bytes:
+            raise ValidationError(f"{upload.name}: the snapshot exceeds {max_bytes // 2**20} MB")
+        try:
+            result.append((upload.name, upload.read().decode("utf-8")))
+        except UnicodeDecodeError:
+            raise ValidationError(f"{upload.name}: not UTF-8 text") from None
+    if pasted.strip():
+        result.append(("pasted YAML", pasted))
+    if not result:
+        raise ValidationError("Paste YAML or choose at least one file.")
+    return result

@@ -119,6 +119,19 @@ def _eviction_cost(p: Pod, meta_annotations: dict[str, str], priority: int) -> f
     return max(-10.0, min(10.0, cost))
 
 
+def _spot_to_spot_why(nodes: int, cheaper_types: int) -> str | None:
+    """Karpenter's guard against interruption churn: spot is replaced by spot only for one node, and only with
+    at least SPOT_TO_SPOT_MIN_TYPES cheaper spot types to choose from. None when the move may go ahead."""
+    if nodes > 1:
+        return "spot-to-spot replacement is only done for single-node consolidation"
+    if cheaper_types < SPOT_TO_SPOT_MIN_TYPES:
+        return (
+            f"spot-to-spot replacement needs at least {SPOT_TO_SPOT_MIN_TYPES} cheaper spot instance types, "
+            f"found {cheaper_types}"
+        )
+    return None
+
+
 def _one_cheaper_node_why(
     fits: npt.NDArray[np.bool_], tprice: npt.NDArray[np.float64], tlabel: Sequence[str], cost: float
 ) -> str | None:
@@ -464,16 +477,9 @@ class _Engine:
                     cheaper.remove(c.instance_type)
                 cheaper.insert(0, c.instance_type)
                 if cts == {CAPACITY_TYPE_SPOT}:
-                    if len(names) > 1:
-                        return "spot-to-spot replacement is only done for single-node consolidation", 0.0, {}, ""
-                    if len(cheaper) < SPOT_TO_SPOT_MIN_TYPES:
-                        return (
-                            f"spot-to-spot replacement needs at least {SPOT_TO_SPOT_MIN_TYPES} cheaper spot "
-                            f"instance types, found {len(cheaper)}",
-                            0.0,
-                            {},
-                            "",
-                        )
+                    refused = _spot_to_spot_why(len(names), len(cheaper))
+                    if refused:
+                        return refused, 0.0, {}, ""
                     cheaper = cheaper[:SPOT_TO_SPOT_MIN_TYPES]
                 else:
                     note = "; replacement pinned to spot"
@@ -1184,16 +1190,9 @@ class _Engine:
             ]
             if c.capacity_type == CAPACITY_TYPE_SPOT:
                 if from_spot:
-                    if len(names) > 1:
-                        return "spot-to-spot replacement is only done for single-node consolidation", 0.0, {}, ""
-                    if len(opts) < SPOT_TO_SPOT_MIN_TYPES:
-                        return (
-                            f"spot-to-spot replacement needs at least {SPOT_TO_SPOT_MIN_TYPES} cheaper spot "
-                            f"instance types, found {len(opts)}",
-                            0.0,
-                            {},
-                            "",
-                        )
+                    refused = _spot_to_spot_why(len(names), len(opts))
+                    if refused:
+                        return refused, 0.0, {}, ""
                     opts = opts[:SPOT_TO_SPOT_MIN_TYPES]
                 else:
                     pinned = True
