@@ -147,6 +147,70 @@ def _one_cheaper_node_why(
     return None
 
 
+def _first_fit(
+    pods: Sequence[Pod], keys: tuple[str, ...], free: npt.NDArray[np.int64], names: Sequence[str]
+) -> tuple[dict[str, str], list[Pod], npt.NDArray[np.int64]]:
+    """First-fit of `pods`, largest first, onto the rows of `free` (the room of the nodes `names`, in the order to
+    try them; not modified): where each pod lands, the pods left over, and their summed requests. Runs of
+    identical pods fill each node with as many as fit before moving on, so they are placed with one cumulative
+    sum instead of pod by pod."""
+    order = sorted(pods, key=lambda p: (-p.requests.get("cpu", 0), -p.requests.get("memory", 0), p.namespace, p.name))
+    vecs = [p.requests.vector(keys) for p in order]
+    targets: dict[str, str] = {}
+    rest: list[Pod] = []
+    left = np.zeros(len(keys), dtype=np.int64)
+    if not order:
+        return targets, rest, left
+    # a node that cannot take even the smallest of these pods takes none: dropping it keeps first-fit's order
+    usable = np.flatnonzero(np.all(free >= np.array(vecs, dtype=np.int64).min(axis=0), axis=1))
+    f = free[usable]
+    by_row = [names[r] for r in usable.tolist()]
+    i = 0
+    while i < len(order):
+        v0 = vecs[i]
+        j = i + 1
+        while j < len(order) and vecs[j] == v0:
+            j += 1
+        v = np.array(v0, dtype=np.int64)
+        k = j - i
+        if k == 1 and len(f):
+            # one pod of this shape: the first node with room for it, without counting how many fit where
+            fit = np.flatnonzero((f >= v).all(axis=1))
+            if len(fit):
+                r = int(fit[0])
+                targets[order[i].key] = by_row[r]
+                f[r] -= v
+            else:
+                rest.append(order[i])
+                left += v
+            i = j
+            continue
+        pos = v > 0
+        if not bool(pos.any()):
+            caps = np.full(len(f), k, dtype=np.int64)  # a pod requesting nothing fits anywhere
+        else:
+            caps = np.min(np.where(pos, np.clip(f, 0, None) // np.where(pos, v, 1), np.iinfo(np.int64).max), axis=1)
+        cum = np.cumsum(caps)
+        if not len(cum) or int(cum[-1]) < k:
+            placed = int(cum[-1]) if len(cum) else 0
+            take = caps
+            rest.extend(order[i + placed : j])
+            left += v * (k - placed)
+        else:
+            r = int(np.searchsorted(cum, k))
+            take = np.zeros_like(caps)
+            take[:r] = caps[:r]
+            take[r] = k - (int(cum[r - 1]) if r > 0 else 0)
+        at = i
+        for row in np.flatnonzero(take).tolist():
+            for p in order[at : at + int(take[row])]:
+                targets[p.key] = by_row[row]
+            at += int(take[row])
+        f -= take[:, None] * v[None, :]
+        i = j
+    return targets, rest, left
+
+
 class _Engine:
     def __init__(
         self,
@@ -201,10 +265,11 @@ class _Engine:
         self.why_not: dict[str, str] = {}
         self.method_why: dict[str, str] = {}  # drift or expiration found the node but could not act: said first
         self.failed: dict[tuple[str, str], int] = {}  # (method, node) -> epoch it failed at
-        self.multi_failed_epoch: int | None = None
+        self.multi_failed_epoch: dict[bool, int] = {}  # delete_only -> epoch its search last found nothing at
         self._repack_rate: npt.NDArray[np.float64] | None = None
         self._offers: dict[tuple[str, str, str], float] | None = None
         self._repack_failed: set[tuple[Any, ...]] = set()
+        self._repack_holes: frozenset[str] = frozenset()
 
         self.claim_seq: dict[str, int] = {}
         self.used_names: set[str] = set(self.info) | {s.name for s in cluster.inflight}
@@ -215,6 +280,9 @@ class _Engine:
         self.method_kind: dict[str, str] = {}  # the same for method_why
         self._drift_cache: dict[str, str | None] = {}
         self._evict_cache: dict[str, float] = {}
+        # per node, until its pods change (dropped in _commit with _evict_cache): repack's view of it
+        self._demand_cache: dict[str, npt.NDArray[np.int64]] = {}
+        self._repackable_cache: dict[str, bool] = {}
         self._by_price: tuple[npt.NDArray[np.float64], npt.NDArray[np.int64]] | None = None
         self._types: tuple[tuple[str, ...], npt.NDArray[np.int64], npt.NDArray[np.float64], list[str]] | None = None
 
@@ -436,6 +504,8 @@ class _Engine:
         for n in (*names, *wi.targets.values()):
             self._hard_cache.pop(n, None)
             self._evict_cache.pop(n, None)
+            self._demand_cache.pop(n, None)
+            self._repackable_cache.pop(n, None)
         self.actions.append(action)
         return action
 
@@ -672,19 +742,36 @@ class _Engine:
                 break
         return picked
 
-    def multi_node(self) -> bool:
+    def multi_node(self, *, delete_only: bool = False) -> bool:
         # A search that found nothing is not repeated until capacity has been added (a replacement launched):
         # deletions since then only took room away, which cannot make a larger set fit.
-        if self.multi_failed_epoch == self.sim.epoch:
+        if self.multi_failed_epoch.get(delete_only) == self.sim.epoch:
             return False
         cands = self._within_limits(self._consolidatable(), MAX_MULTI_CANDIDATES)
-        if len(cands) < 2 or not self._multi_search(cands):
-            self.multi_failed_epoch = self.sim.epoch
+        if len(cands) < 2 or not self._multi_search(cands, delete_only=delete_only):
+            self.multi_failed_epoch[delete_only] = self.sim.epoch
             return False
         return True
 
-    def _multi_search(self, cands: list[str]) -> bool:
-        """Karpenter's multi-node search over `cands` in order: the longest prefix that can go (binary search)."""
+    def _delete_whatif(self, names: Sequence[str]) -> WhatIf | None:
+        """The move that deletes `names` with every pod landing on the other nodes, launching nothing; None when
+        the pods need a new node (or the simulation limit is reached). Pods that room alone decides are placed by
+        first-fit without a simulation: what first-fit leaves over is exactly what the Scheduler, which fills
+        existing nodes the same way, would have to open a new node for."""
+        wi = self._first_fit_whatif(names, simulate=False)
+        if wi is not None:
+            return None if wi.claims or not wi.ok else wi
+        pods = [*(p for n in names for p in self._pods(n)), *(p for n in names for p in self.sim.reserved_on.get(n, ()))]
+        if all(self._unconstrained(p) and self.sim.inert(p) and p.requests.get("pods", 0) > 0 for p in pods):
+            return None  # first-fit applied and left pods over for a new node
+        if self._out_of_solves():
+            return None
+        wi = self.sim.what_if(names, max_new=1)
+        return wi if wi.ok and not wi.claims else None
+
+    def _multi_search(self, cands: list[str], *, delete_only: bool = False) -> bool:
+        """Karpenter's multi-node search over `cands` in order: the longest prefix that can go (binary search).
+        delete_only: the longest prefix whose pods all land on the other nodes, launching nothing."""
         best: tuple[list[str], WhatIf, float, dict[str, list[str]], str] | None = None
 
         def attempt(n: int) -> bool:
@@ -692,7 +779,12 @@ class _Engine:
             prefix = cands[:n]
             if self._precheck(prefix):
                 return False
-            wi = self._first_fit_whatif(prefix)  # its own first-fit pass also rules out what _first_fit_check would
+            if delete_only:
+                wi = self._delete_whatif(prefix)
+                if wi is None:
+                    return False
+            else:
+                wi = self._first_fit_whatif(prefix)  # its own first-fit pass also rules out _first_fit_check's
             if wi is None:
                 if self._first_fit_check(prefix) or self._out_of_solves():
                     return False
@@ -892,43 +984,7 @@ class _Engine:
         for n in names:
             if n in rows:
                 f[rows[n]] = -1  # the node itself is going
-        order = sorted(pods, key=lambda p: (-p.requests.get("cpu", 0), -p.requests.get("memory", 0), p.namespace, p.name))
-        vecs = [p.requests.vector(keys) for p in order]
-        # a node that cannot take even the smallest of these pods takes none: dropping it keeps first-fit's order
-        usable = np.flatnonzero(np.all(f >= np.array(vecs, dtype=np.int64).min(axis=0), axis=1))
-        f = f[usable]
-        by_row = [by_row[r] for r in usable.tolist()]
-        targets: dict[str, str] = {}
-        rest: list[Pod] = []
-        left = np.zeros(len(keys), dtype=np.int64)
-        i = 0
-        while i < len(order):
-            v0 = vecs[i]
-            j = i + 1
-            while j < len(order) and vecs[j] == v0:
-                j += 1
-            v = np.array(v0, dtype=np.int64)
-            pos = v > 0
-            caps = np.min(np.where(pos, np.clip(f, 0, None) // np.where(pos, v, 1), np.iinfo(np.int64).max), axis=1)
-            cum = np.cumsum(caps)
-            k = j - i
-            if not len(cum) or int(cum[-1]) < k:
-                placed = int(cum[-1]) if len(cum) else 0
-                take = caps
-                rest.extend(order[i + placed : j])
-                left += v * (k - placed)
-            else:
-                r = int(np.searchsorted(cum, k))
-                take = np.zeros_like(caps)
-                take[:r] = caps[:r]
-                take[r] = k - (int(cum[r - 1]) if r > 0 else 0)
-            at = i
-            for row in np.flatnonzero(take).tolist():
-                for p in order[at : at + int(take[row])]:
-                    targets[p.key] = by_row[row]
-                at += int(take[row])
-            f -= take[:, None] * v[None, :]
-            i = j
+        targets, rest, left = _first_fit(pods, keys, f, by_row)
         if not rest:
             return WhatIf(Results(), self._unbound(own), targets=targets, displaced=self._unbound(bound))
         # what is left needs the one new node: the same necessary condition as _first_fit_check, from this pass
@@ -990,36 +1046,10 @@ class _Engine:
         for n in names:
             if n in rows:
                 f[rows[n]] = -1  # the node itself is going
-        left = np.zeros(len(keys), dtype=np.int64)
-        order = sorted(pods, key=lambda p: (-p.requests.get("cpu", 0), -p.requests.get("memory", 0), p.namespace, p.name))
-        vecs = [tuple(p.requests.get(k, 0) for k in keys) for p in order]
-        # First-fit of k identical pods in a row fills each node, in order, with as many as fit there before moving
-        # on: so each run of identical pods is placed at once with a cumulative sum instead of pod by pod.
-        i = 0
-        while i < len(vecs):
-            j = i
-            while j < len(vecs) and vecs[j] == vecs[i]:
-                j += 1
-            k = j - i
-            v = np.array(vecs[i], dtype=np.int64)
-            i = j
-            pos = v > 0
-            if not bool(pos.any()) or not len(f):
-                if not len(f):
-                    left += v * k
-                continue
-            caps = np.min(np.where(pos, np.clip(f, 0, None) // np.where(pos, v, 1), np.iinfo(np.int64).max), axis=1)
-            cum = np.cumsum(caps)
-            if int(cum[-1]) <= k:
-                take = caps
-                left += v * (k - int(cum[-1]))
-            else:
-                r = int(np.searchsorted(cum, k))  # the row the k-th pod lands on
-                take = np.zeros_like(caps)
-                take[:r] = caps[:r]
-                take[r] = k - (int(cum[r - 1]) if r > 0 else 0)
-            f -= take[:, None] * v[None, :]
-        return left
+        by_row = [""] * len(rows)
+        for name, r in rows.items():
+            by_row[r] = name
+        return _first_fit(pods, keys, f, by_row)[2]
 
     def _precheck(self, names: Sequence[str]) -> str | None:
         """A necessary condition, checked before paying for a simulation: the pods of `names` must fit in the free
@@ -1048,17 +1078,20 @@ class _Engine:
             return "its pods do not fit in the free room of the other nodes plus one cheaper node"
         return None
 
-    def single_node(self) -> bool:
+    def single_node(self, *, delete_only: bool = False) -> bool:
+        """Karpenter's single-node consolidation over the candidates in order, every move found in one pass.
+        delete_only: only moves whose pods all land on other nodes, launching nothing."""
+        tag = "single-delete" if delete_only else "single"
         did = False
         cands = self._consolidatable()
-        todo = [n for n in cands if self.failed.get(("single", n)) != self.sim.epoch]
+        todo = [n for n in cands if self.failed.get((tag, n)) != self.sim.epoch]
         # capacity only shrinks within the pass except where a replacement adds some, and then the epoch moves
         # and the next pass looks again: so one necessary-condition check at the start of the pass is enough
         early = self._precheck_many(todo)
         for n in cands:
             if n in self.disrupted or n not in self.sim.specs:
                 continue
-            if self.failed.get(("single", n)) == self.sim.epoch:
+            if self.failed.get((tag, n)) == self.sim.epoch:
                 continue
             pool = self.info[n].nodepool or ""
             room, text = self.budget_room(pool, "underutilized")
@@ -1071,14 +1104,22 @@ class _Engine:
             if pre is None and did and not self._first_fit_applies([n]):
                 pre = self._precheck([n])  # the state moved since the pass began: look again, it is cheap
             if pre:
-                self.failed[("single", n)] = self.sim.epoch
+                self.failed[(tag, n)] = self.sim.epoch
                 self._spare(n, pre)
                 continue
-            wi = self._first_fit_whatif([n])  # its first-fit pass also rules out what _first_fit_check would
+            if delete_only:
+                wi = self._delete_whatif([n])
+                if wi is None:
+                    self.failed[(tag, n)] = self.sim.epoch
+                    if self.truncated:
+                        break
+                    continue
+            else:
+                wi = self._first_fit_whatif([n])  # its first-fit pass also rules out what _first_fit_check would
             if wi is None:
                 pre = self._first_fit_check([n]) if self._first_fit_applies([n]) else None
                 if pre:
-                    self.failed[("single", n)] = self.sim.epoch
+                    self.failed[(tag, n)] = self.sim.epoch
                     self._spare(n, pre)
                     continue
                 if self._out_of_solves():
@@ -1086,7 +1127,7 @@ class _Engine:
                 wi = self.sim.what_if([n], max_new=1)
             fail, savings, options, note = self._judge([n], wi)
             if fail:
-                self.failed[("single", n)] = self.sim.epoch
+                self.failed[(tag, n)] = self.sim.epoch
                 self._spare(n, fail)
                 continue
             why = self._consolidation_why([n], wi, savings, note)
@@ -1107,12 +1148,14 @@ class _Engine:
         or preferred, and no such rule of any pod selects it (so neither they nor anyone else can count them).
         Node selectors, node affinity, tolerations and host ports are fine: the Scheduler honours them among the
         new nodes, which hold nothing else."""
-        for p in (*self._pods(name), *self.sim.reserved_on.get(name, ())):
-            if p.spread or p.affinity or p.anti_affinity or p.preferred_affinity or p.preferred_anti_affinity:
-                return False
-            if self.sim.seen_by_topology(p):
-                return False
-        return True
+        hit = self._repackable_cache.get(name)
+        if hit is None:
+            hit = self._repackable_cache[name] = not any(
+                p.spread or p.affinity or p.anti_affinity or p.preferred_affinity or p.preferred_anti_affinity
+                or self.sim.seen_by_topology(p)
+                for p in (*self._pods(name), *self.sim.reserved_on.get(name, ()))
+            )
+        return hit
 
     def _unit_rates(self) -> npt.NDArray[np.float64]:
         """Per resource of the type table, the lowest price per unit of allocatable over the types any pool may
@@ -1128,11 +1171,15 @@ class _Engine:
         return self._repack_rate
 
     def _demand(self, name: str) -> npt.NDArray[np.int64]:
-        keys = self._type_table()[0]
-        out = np.zeros(len(keys), dtype=np.int64)
-        for p in (*self._pods(name), *self.sim.reserved_on.get(name, ())):
-            out += np.array(p.requests.vector(keys), dtype=np.int64)
-        return out
+        """What the node's pods and the pending pods bound for it request, over the type table's resources."""
+        hit = self._demand_cache.get(name)
+        if hit is None:
+            keys = self._type_table()[0]
+            vecs = [p.requests.vector(keys) for p in (*self._pods(name), *self.sim.reserved_on.get(name, ()))]
+            hit = self._demand_cache[name] = (
+                np.array(vecs, dtype=np.int64).sum(axis=0) if vecs else np.zeros(len(keys), dtype=np.int64)
+            )
+        return hit
 
     def _repack_need(self, cost: float) -> float:
         """The least a repack of nodes costing `cost` must save. A repack evicts every pod of its group and launches
@@ -1155,6 +1202,26 @@ class _Engine:
                         k = (it.name, o.zone, o.capacity_type)
                         self._offers[k] = min(o.price, self._offers.get(k, o.price))
         return self._offers.get((it_name, zone, capacity_type))
+
+    def _repack_whatif(self, names: Sequence[str]) -> WhatIf:
+        """The repack of `names`: the pods that room alone places (no constraint, seen by no topology rule) first
+        fill the free room of the nodes the run leaves in place (_repack_holes), first-fit, largest first; every
+        other pod, and the pending pods bound for `names`, are planned onto new nodes by the cost packer."""
+        pods = [*(p for n in names for p in self._pods(n)), *(p for n in names for p in self.sim.reserved_on.get(n, ()))]
+        fill = [p for p in pods if self._unconstrained(p) and self.sim.inert(p) and p.requests.get("pods", 0) > 0]
+        targets: dict[str, str] = {}
+        if fill and self._repack_holes:
+            keys = self._type_table()[0]
+            rows, free = self.sim.first_fit_matrix(keys)
+            use = sorted((r, n) for n, r in rows.items() if n in self._repack_holes)
+            if use:
+                targets = _first_fit(fill, keys, free[[r for r, _ in use]], [n for _, n in use])[0]
+        if not targets:
+            return self.sim.what_if_new_nodes(names)
+        wi = self.sim.what_if_new_nodes(names, only=[p for p in pods if p.key not in targets])
+        if wi.ok:
+            wi.targets.update(targets)
+        return wi
 
     def _judge_repack(self, names: Sequence[str], wi: WhatIf) -> tuple[str, float, dict[str, list[str]], str]:
         """(failure, savings, launch options per new nodeclaim, note) for repacking `names` as `wi` plans it."""
@@ -1209,7 +1276,11 @@ class _Engine:
         shown = ", ".join(f"{k}x {t}" for t, k in mix[:4]) + (", ..." if len(mix) > 4 else "")
         evicted = {p.key for p in wi.evicted}
         bound = sum(1 for c in wi.claims for p in c.pods if p.key not in evicted)
-        held = f"all {len(evicted)} of their pods"
+        on_new = sum(1 for c in wi.claims for p in c.pods if p.key in evicted)
+        if on_new == len(evicted):
+            held = f"all {len(evicted)} of their pods"
+        else:
+            held = f"{on_new} of their {len(evicted)} pods, the rest in room left on nodes that stay"
         if bound:
             held += f" and {bound} pending pod{'s' if bound > 1 else ''} that would have scheduled on them"
         what = "1 node" if len(names) == 1 else f"{len(names)} nodes"
@@ -1224,9 +1295,13 @@ class _Engine:
         nodes whose pods _repackable allows, the largest potential saving first (price minus the lower bound on
         its pods' cost), at most REPACK_MAX_GROUP, within the Underutilized budget and the PDBs taken together (as
         multi-node does)."""
-        cands = [n for n in self._consolidatable() if self._repackable(n)]
+        movable = self._consolidatable()
+        cands = [n for n in movable if self._repackable(n)]
         if not cands:
             return False
+        # nodes this run leaves in place (launched by earlier actions, spared by a rule, or not candidates at all):
+        # a repack may use their free room, and no later repack moves what it puts there
+        self._repack_holes = frozenset(self.sim.specs) - frozenset(movable)
         rates = self._unit_rates()
         demand = {n: self._demand(n) for n in cands}
         potential = {n: self.price[n] - float((demand[n] * rates).max()) for n in cands}
@@ -1272,7 +1347,6 @@ class _Engine:
         the gap instead of 0.89); 16 keeps them on that pool and most of them without burstables (0.856 of the gap
         against 0.894 with no screen, 0.820 without repack).
         """
-        limited = self.sim.limited()
         share = max(REPACK_MIN_FRACTION, (self.min_savings.percent or 0.0) / 100 if self.min_savings else 0.0)
 
         def plan(names: list[str]) -> tuple[str, WhatIf | None, float, dict[str, list[str]], str]:
@@ -1281,10 +1355,11 @@ class _Engine:
             if cost - float((total * rates).max()) + _EPS < share * cost:
                 return "bound", None, 0.0, {}, ""  # no plan can save the margin's share
             # the plan depends only on these nodes' pods, and on the limits when a pool has some
-            key = (tuple(names), tuple(len(self._pods(n)) for n in names), len(self.actions) if limited else 0)
+            # (and on the room left on the nodes that stay, which every action changes)
+            key = (tuple(names), tuple(len(self._pods(n)) for n in names), len(self.actions))
             if key in self._repack_failed or self._out_of_solves():
                 return "known", None, 0.0, {}, ""
-            wi = self.sim.what_if_new_nodes(names)
+            wi = self._repack_whatif(names)
             fail, savings, options, note = self._judge_repack(names, wi)
             if fail:
                 self._repack_failed.add(key)
@@ -1292,6 +1367,10 @@ class _Engine:
 
         fallback: tuple[list[str], WhatIf, float, dict[str, list[str]], str] | None = None
         floor = 0  # sizes at or below this are settled by the screen
+        whole = list(group)
+        fail, wi, savings, options, note = plan(whole)
+        if not fail and wi is not None:
+            return whole, wi, savings, options, note
         if len(group) > REPACK_SCREEN:
             names = list(group[:REPACK_SCREEN])
             fail, wi, savings, options, note = plan(names)
@@ -1301,7 +1380,7 @@ class _Engine:
                 floor = REPACK_SCREEN
                 if not fail:
                     fallback = (names, wi, savings, options, note)
-        size = len(group)
+        size = len(group) // 2
         while size > floor:
             names = list(group[:size])
             fail, wi, savings, options, note = plan(names)
@@ -1393,10 +1472,24 @@ class _Engine:
     # ------------------------------------------------------------------ the loop
     def run(self) -> Report:
         started = time.perf_counter()
+        repacking = False
         while True:
-            if self.emptiness() or self.drift() or self.expiration() or self.multi_node() or self.single_node():
+            if self.emptiness() or self.drift() or self.expiration():
                 continue
-            if self.repack_enabled and self.repack():  # Loadmaster's own, once Karpenter's methods find nothing
+            if self.repack_enabled:
+                # Moves that only delete nodes come first: their pods land in room already paid for, nothing is
+                # launched. Then repack, before Karpenter's replacements (k nodes -> one cheaper node): see the
+                # module's docstring for why this order. While repacks follow one another, deletes are not looked
+                # for between them; once repack finds nothing, they are, with all the room the repacks left.
+                if not repacking and (self.multi_node(delete_only=True) or self.single_node(delete_only=True)):
+                    continue
+                if self.repack():
+                    repacking = True
+                    continue
+                if repacking:
+                    repacking = False
+                    continue
+            if self.multi_node() or self.single_node():
                 continue
             break
         report = Report(actions=self.actions)

@@ -386,17 +386,22 @@ class ClusterSim:
             wi.targets.update(targets)
         return wi
 
-    def what_if_new_nodes(self, names: Sequence[str]) -> WhatIf:
+    def what_if_new_nodes(self, names: Sequence[str], *, only: Sequence[Pod] | None = None) -> WhatIf:
         """Remove `names` and plan all their pods, and the pending pods bound for them, onto new nodes only, with
         the cost packer (the repack move). The simulation sees no existing node: only for pods with no inter-pod
         rule that no topology rule can see (the caller checks), for which the rest of the cluster is invisible.
         Limits count `names` as still there (they go only once their replacements run, and a failed drain would
-        leave them): one stand-in per limited pool holds the capacity of every node and in-flight claim."""
+        leave them): one stand-in per limited pool holds the capacity of every node and in-flight claim.
+        only: plan just these of those pods (the caller places the others on existing nodes and adds them to the
+        result's targets)."""
         evicted = [dataclasses.replace(p, node_name="") for n in names for p in self.pods_on[n]]
         displaced = [dataclasses.replace(p, node_name="") for n in names for p in self.reserved_on.get(n, ())]
         pods = evicted + displaced
+        if only is not None:
+            keep = {p.key for p in only}
+            pods = [p for p in pods if p.key in keep]
         if not pods:
-            return WhatIf(Results(), [])
+            return WhatIf(Results(), evicted if only is not None else [], displaced=displaced if only is not None else [])
         usage = self._limit_usage()
         if self._usage_far_from_limits(usage, len(pods)):
             view = self._unlimited_scheduler()

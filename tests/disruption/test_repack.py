@@ -107,6 +107,36 @@ def test_no_repack_gives_karpenters_result() -> None:
     assert without.actions == [] and without.cost_after == without.cost_before
 
 
+def test_a_delete_comes_before_a_repack() -> None:
+    # n2's one small pod fits in n1's free room: deleting n2 launches nothing and saves its whole price, so it is
+    # taken first (a repack of both would evict every pod and launch nodes for a similar saving)
+    nodes = [node("n1", M8), node("n2", M8)]
+    pods = [
+        *(pod(f"p1-{j}", "n1", "1500m", "10Gi") for j in range(3)),
+        pod("small", "n2", "500m", "1Gi"),
+    ]
+    r = run(nodes, pods)
+    first = r.actions[0]
+    assert (first.type, first.reason, first.nodes) == ("delete", "underutilized", ["n2"])
+    assert first.method in ("multi-node", "single-node")
+    assert first.moves == {"default/small": "n1"}
+
+
+def test_repack_comes_before_karpenters_replacements() -> None:
+    # four m-4x ($0.20/h) each run one 2.5-CPU pod, which no other node has room for. Karpenter's multi-node move
+    # replaces the four with one 16-CPU node ($0.64/h); repacked, each pod gets its own s-4x ($0.10/h)
+    m4 = next(it for it in CAT if it.name == "m-4x")
+    nodes = [node(f"n{i}", m4) for i in range(1, 5)]
+    pods = [pod(f"p{i}", f"n{i}", "2500m", "4Gi") for i in range(1, 5)]
+    karpenter = run(nodes, pods, repack=False)
+    assert [a.method for a in karpenter.actions] == ["multi-node"]
+    assert karpenter.cost_after == pytest.approx(0.64)
+    r = run(nodes, pods)
+    assert [(a.method, len(a.nodes), len(a.replacements)) for a in r.actions] == [("repack", 4, 4)]
+    assert {c["instance_type"] for c in r.actions[0].replacements} == {"s-4x"}
+    assert r.cost_after == pytest.approx(0.40)
+
+
 def test_a_pdb_blocked_node_never_joins_a_group() -> None:
     nodes, pods = fragmented(3)
     pods = [dataclasses.replace(p, labels={"app": "db"}) if p.node_name == "n3" else p for p in pods]
@@ -122,9 +152,15 @@ def test_pdbs_hold_for_the_group_as_a_whole() -> None:
     pods = [dataclasses.replace(p, labels={"app": "web"}) if p.name.endswith("-0") else p for p in pods]
     r = run(nodes, pods, pdbs=[pdb("web", max_unavailable="1", app="web")])
     assert r.actions and all(len(a.nodes) == 1 for a in r.actions)
-    # the first node is repacked alone; the second then goes by Karpenter's single-node move, one pod into the
-    # room left on the first repack's nodes
-    assert [a.method for a in r.actions] == ["repack", "single-node"]
+    # the first node is repacked alone (three pods onto two s-4x); the second then too, one of its pods into the
+    # room left on the first repack's nodes (which stay: they are new) and two onto one more s-4x
+    assert [a.method for a in r.actions] == ["repack", "repack"]
+    first, second = r.actions
+    assert [len(a.replacements) for a in r.actions] == [2, 1]
+    into_room = [k for k, v in second.moves.items() if v in {c["name"] for c in first.replacements}]
+    assert len(into_room) == 1
+    assert "2 of their 3 pods, the rest in room left on nodes that stay" in second.why
+    assert second.savings_per_hour == pytest.approx(0.40 - 0.10)
 
 
 def test_budget_room_is_respected() -> None:
