@@ -20,7 +20,7 @@ from __future__ import annotations
 import dataclasses
 import re
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -148,12 +148,19 @@ def _one_cheaper_node_why(
 
 
 def _first_fit(
-    pods: Sequence[Pod], keys: tuple[str, ...], free: npt.NDArray[np.int64], names: Sequence[str]
+    pods: Sequence[Pod],
+    keys: tuple[str, ...],
+    free: npt.NDArray[np.int64],
+    names: Sequence[str],
+    *,
+    all_or_nothing: bool = False,
+    skip: Collection[int] = (),
 ) -> tuple[dict[str, str], list[Pod], npt.NDArray[np.int64]]:
     """First-fit of `pods`, largest first, onto the rows of `free` (the room of the nodes `names`, in the order to
     try them; not modified): where each pod lands, the pods left over, and their summed requests. Runs of
     identical pods fill each node with as many as fit before moving on, so they are placed with one cumulative
-    sum instead of pod by pod."""
+    sum instead of pod by pod. all_or_nothing: stop at the first pod that finds no room (only whether every pod
+    fits matters to the caller; what is left over is then incomplete). skip: rows to leave out (the nodes going)."""
     order = sorted(pods, key=lambda p: (-p.requests.get("cpu", 0), -p.requests.get("memory", 0), p.namespace, p.name))
     vecs = [p.requests.vector(keys) for p in order]
     targets: dict[str, str] = {}
@@ -162,7 +169,10 @@ def _first_fit(
     if not order:
         return targets, rest, left
     # a node that cannot take even the smallest of these pods takes none: dropping it keeps first-fit's order
-    usable = np.flatnonzero(np.all(free >= np.array(vecs, dtype=np.int64).min(axis=0), axis=1))
+    ok = np.all(free >= np.array(vecs, dtype=np.int64).min(axis=0), axis=1)
+    if skip:
+        ok[list(skip)] = False
+    usable = np.flatnonzero(ok)
     f = free[usable]
     by_row = [names[r] for r in usable.tolist()]
     i = 0
@@ -183,6 +193,8 @@ def _first_fit(
             else:
                 rest.append(order[i])
                 left += v
+                if all_or_nothing:
+                    break
             i = j
             continue
         pos = v > 0
@@ -196,6 +208,8 @@ def _first_fit(
             take = caps
             rest.extend(order[i + placed : j])
             left += v * (k - placed)
+            if all_or_nothing:
+                break
         else:
             r = int(np.searchsorted(cum, k))
             take = np.zeros_like(caps)
@@ -758,12 +772,16 @@ class _Engine:
         the pods need a new node (or the simulation limit is reached). Pods that room alone decides are placed by
         first-fit without a simulation: what first-fit leaves over is exactly what the Scheduler, which fills
         existing nodes the same way, would have to open a new node for."""
-        wi = self._first_fit_whatif(names, simulate=False)
-        if wi is not None:
-            return None if wi.claims or not wi.ok else wi
-        pods = [*(p for n in names for p in self._pods(n)), *(p for n in names for p in self.sim.reserved_on.get(n, ()))]
+        own = [p for n in names for p in self._pods(n)]
+        bound = [p for n in names for p in self.sim.reserved_on.get(n, ())]
+        pods = own + bound
+        if not pods:
+            return None
         if all(self._unconstrained(p) and self.sim.inert(p) and p.requests.get("pods", 0) > 0 for p in pods):
-            return None  # first-fit applied and left pods over for a new node
+            targets, rest, _ = self._first_fit_elsewhere(names, pods, all_or_nothing=True)
+            if rest:
+                return None  # a pod needs a new node
+            return WhatIf(Results(), self._unbound(own), targets=targets, displaced=self._unbound(bound))
         if self._out_of_solves():
             return None
         wi = self.sim.what_if(names, max_new=1)
@@ -777,7 +795,8 @@ class _Engine:
         def attempt(n: int) -> bool:
             nonlocal best
             prefix = cands[:n]
-            if self._precheck(prefix):
+            # (a delete's own first-fit is a cheaper test than the precheck's necessary condition)
+            if not delete_only and self._precheck(prefix):
                 return False
             if delete_only:
                 wi = self._delete_whatif(prefix)
@@ -974,17 +993,9 @@ class _Engine:
         ):
             return None
         keys = self._type_table()[0]
-        rows, free = self.sim.first_fit_matrix(keys)
-        if not len(rows):
+        if not len(self.sim.first_fit_matrix(keys)[0]):
             return None
-        by_row = [""] * len(rows)
-        for name, r in rows.items():
-            by_row[r] = name
-        f = free.copy()
-        for n in names:
-            if n in rows:
-                f[rows[n]] = -1  # the node itself is going
-        targets, rest, left = _first_fit(pods, keys, f, by_row)
+        targets, rest, left = self._first_fit_elsewhere(names, pods)
         if not rest:
             return WhatIf(Results(), self._unbound(own), targets=targets, displaced=self._unbound(bound))
         # what is left needs the one new node: the same necessary condition as _first_fit_check, from this pass
@@ -1039,17 +1050,18 @@ class _Engine:
         placement whatever order a simulation would try nodes in."""
         if not self._first_fit_applies(names):
             return None
-        pods = [p for n in names for p in self._pods(n)]
+        return self._first_fit_elsewhere(names, [p for n in names for p in self._pods(n)])[2]
+
+    def _first_fit_elsewhere(
+        self, names: Sequence[str], pods: Sequence[Pod], *, all_or_nothing: bool = False
+    ) -> tuple[dict[str, str], list[Pod], npt.NDArray[np.int64]]:
+        """_first_fit of `pods` onto the untainted nodes but `names`, in the order the Scheduler tries them."""
         keys = self._type_table()[0]
         rows, free = self.sim.first_fit_matrix(keys)
-        f = free.copy()
-        for n in names:
-            if n in rows:
-                f[rows[n]] = -1  # the node itself is going
-        by_row = [""] * len(rows)
-        for name, r in rows.items():
-            by_row[r] = name
-        return _first_fit(pods, keys, f, by_row)[2]
+        skip = [rows[n] for n in names if n in rows]  # the nodes themselves are going
+        return _first_fit(
+            pods, keys, free, self.sim.first_fit_names(keys), all_or_nothing=all_or_nothing, skip=skip
+        )
 
     def _precheck(self, names: Sequence[str]) -> str | None:
         """A necessary condition, checked before paying for a simulation: the pods of `names` must fit in the free

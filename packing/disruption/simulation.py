@@ -106,6 +106,7 @@ class ClusterSim:
         self._rows: dict[str, dict[tuple[str, ...], list[int]]] = {}
         self._row_index: dict[tuple[str, ...], dict[str, int]] = {}
         self._ff: dict[tuple[str, ...], tuple[dict[str, int], npt.NDArray[np.int64]]] = {}
+        self._ff_names: dict[tuple[str, ...], list[str]] = {}
         self._matrix: dict[tuple[str, ...], tuple[list[str], npt.NDArray[np.int64]]] = {}
         self.orphans: list[Pod] = []  # running pods on nodes the input did not include (kept for topology)
         for p in running:
@@ -217,6 +218,7 @@ class ClusterSim:
         self._matrix.clear()
         self._row_index.clear()
         self._ff.clear()
+        self._ff_names.clear()
 
     def _row(self, name: str, keys: tuple[str, ...]) -> list[int]:
         per = self._rows.setdefault(name, {})
@@ -241,8 +243,15 @@ class ClusterSim:
             ]
             usable.sort(key=lambda i: (0 if kind.get(names[i], "Node") == "Node" else 1, names[i]))
             m = free[usable] if usable else np.zeros((0, len(keys)), dtype=np.int64)
+            m.setflags(write=False)  # shared until the state changes: callers copy what they modify
             hit = self._ff[keys] = ({names[i]: r for r, i in enumerate(usable)}, m)
+            self._ff_names[keys] = [names[i] for i in usable]
         return hit
+
+    def first_fit_names(self, keys: tuple[str, ...]) -> list[str]:
+        """The nodes of first_fit_matrix(keys), row by row."""
+        self.first_fit_matrix(keys)
+        return self._ff_names[keys]
 
     def row_index(self, keys: tuple[str, ...]) -> dict[str, int]:
         """Row of each node in free_matrix(keys)."""
