@@ -903,9 +903,8 @@ class _Engine:
         row = {n: i for i, n in enumerate(names)}
         freec = np.clip(free, 0, None)
         total = freec.sum(axis=0)
-        pods = np.array(
-            [[sum(p.requests.get(k, 0) for p in self._pods(n)) for k in keys] for n in cands], dtype=np.int64
-        ).reshape(len(cands), len(keys))
+        # what the nodes' pods request, with the pending pods bound for them (which must move too)
+        pods = np.array([self._demand(n) for n in cands], dtype=np.int64).reshape(len(cands), len(keys))
         own = np.array([freec[row[n]] if n in row else np.zeros(len(keys), dtype=np.int64) for n in cands])
         costs = np.cumsum(np.array([self.price[n] for n in cands], dtype=np.float64))
         ok = np.all(np.cumsum(pods, axis=0) <= total - np.cumsum(own, axis=0) + self._biggest_cheaper(costs), axis=1)

@@ -489,8 +489,11 @@ class ClusterSim:
         """The base Scheduler with every pool's limits lifted (for solves the limits provably cannot bind)."""
         if self._unlimited is None:
             b = self.base
-            pools = [dataclasses.replace(p, limits=None) for p in b.nodepools]
-            self._unlimited = Scheduler(pools, b.instance_types, (), (), b.daemonsets)
+            if not any(p.limits for p in b.nodepools):
+                self._unlimited = b  # nothing to lift: share its per-pool tables instead of building them again
+            else:
+                pools = [dataclasses.replace(p, limits=None) for p in b.nodepools]
+                self._unlimited = Scheduler(pools, b.instance_types, (), (), b.daemonsets)
         return copy.copy(self._unlimited)
 
     @staticmethod

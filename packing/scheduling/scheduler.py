@@ -231,6 +231,7 @@ class PoolTemplate:
         # NodeClaim.fix: requirements pinned to one (type, zone, capacity type), shared by every claim alike
         self.pin_cache: dict[tuple[Requirements, str, str, str], Requirements] = {}
         self._mask_cache: dict[Requirements, npt.NDArray[np.bool_]] = {}
+        self._ranked_cache: dict[Requirements, tuple[npt.NDArray[np.int64], list[str]]] = {}
         # per requirements, for pools without limits (limits make both depend on the solve's usage)
         self.frontier_cache: dict[Requirements, npt.NDArray[np.int64]] = {}
         self.launch_cache: dict[Requirements, _LaunchOptions] = {}
@@ -254,6 +255,27 @@ class PoolTemplate:
                     continue
                 hit.append(o)
             self._viable_cache[tr] = hit
+        return hit
+
+    def ranked_alternatives(self, reqs: Requirements) -> tuple[npt.NDArray[np.int64], list[str]]:
+        """The viable options' allocatable (resources along the first axis) and names, in the order NodeClaims
+        list alternatives: spot first, then by price. It depends on the requirements alone (offerings do not
+        change within a template), so it is kept for later solves."""
+        hit = self._ranked_cache.get(reqs)
+        if hit is None:
+            ranked: list[tuple[int, float, str, int]] = []
+            for alt in self.viable(reqs):
+                aoff = alt.offering_for(reqs)
+                if aoff is not None:
+                    spot = 0 if aoff.capacity_type == CAPACITY_TYPE_SPOT else 1
+                    ranked.append((spot, aoff.price or 0.0, alt.it.name, alt.index))
+            ranked.sort()
+            order = np.array([r[3] for r in ranked], dtype=np.int64)
+            # resources along the first axis: one 2-D comparison per resource is far faster than a 3-D one
+            # reduced over a short last axis
+            alloc_t = np.ascontiguousarray(self.alloc_matrix[order].T)
+            alloc_t.setflags(write=False)
+            hit = self._ranked_cache[reqs] = (alloc_t, [r[2] for r in ranked])
         return hit
 
     def viable_mask(self, reqs: Requirements) -> npt.NDArray[np.bool_]:
@@ -1358,18 +1380,7 @@ class _Solve:
         out: list[list[str]] = [[] for _ in claims]
         for members in groups.values():
             first = claims[members[0]]
-            ranked: list[tuple[int, float, str, int]] = []
-            for alt in first.tpl.viable(first.base_reqs):
-                aoff = alt.offering_for(first.base_reqs)
-                if aoff is not None:
-                    spot = 0 if aoff.capacity_type == CAPACITY_TYPE_SPOT else 1
-                    ranked.append((spot, aoff.price or 0.0, alt.it.name, alt.index))
-            ranked.sort()
-            order = np.array([r[3] for r in ranked], dtype=np.int64)
-            # resources along the first axis: one 2-D comparison per resource is far faster than a 3-D one
-            # reduced over a short last axis
-            ordered_alloc_t = np.ascontiguousarray(first.tpl.alloc_matrix[order].T)
-            tnames = [r[2] for r in ranked]
+            ordered_alloc_t, tnames = first.tpl.ranked_alternatives(first.base_reqs)
             used_t = (
                 np.array([claims[i].used for i in members], dtype=np.int64)
                 .reshape(len(members), len(self.keys))
