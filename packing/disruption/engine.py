@@ -49,7 +49,7 @@ from packing.instancetype import CAPACITY_TYPE_SPOT, InstanceType
 from packing.nodepool import CAPACITY_TYPE_LABEL, INSTANCE_TYPE_LABEL, ZONE_LABEL, NodePool
 from packing.plan_cli import render_json
 from packing.pods import Pod
-from packing.scheduling.scheduler import Results, Scheduler
+from packing.scheduling.scheduler import Results, Scheduler, gc_paused
 
 __all__ = ["MAX_MULTI_CANDIDATES", "SPOT_TO_SPOT_MIN_TYPES", "MinSavings", "consolidate", "parse_time"]
 
@@ -1546,8 +1546,10 @@ def consolidate(
 
     price_blocked: work out what each move a PDB, do-not-disrupt or budget blocks would save (NotDisrupted's
     savings_per_hour); a caller that never shows it (the preview) saves the time. The actions are the same.
-    repack: once Karpenter's five methods find nothing, also try Loadmaster's repack move (groups of nodes whose
-    pods are re-planned onto new nodes, possibly more of them); False gives Karpenter's result.
+    repack: also try Loadmaster's repack move (groups of nodes whose pods are re-planned onto new nodes, possibly
+    more of them), after the moves that only delete nodes and before Karpenter's replacements; False gives
+    Karpenter's result.
     """
     now = at or datetime.now(UTC)
-    return _Engine(cluster, now, min_savings, max_solves, price_blocked, repack).run()
+    with gc_paused():  # one collection after the run instead of one after each of its solves
+        return _Engine(cluster, now, min_savings, max_solves, price_blocked, repack).run()

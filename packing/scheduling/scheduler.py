@@ -780,13 +780,13 @@ class Scheduler:
         """
         if strategy not in ("cost", "greedy"):
             raise ValueError(f"unknown strategy {strategy!r}")
-        with _gc_paused():
+        with gc_paused():
             return _Solve(self, pods, frozenset(exclude_nodes), greedy=strategy == "greedy").run(lower_bound)
 
 
 @contextlib.contextmanager
-def _gc_paused() -> Iterator[None]:
-    """Hold off the cyclic garbage collector for one solve.
+def gc_paused() -> Iterator[None]:
+    """Hold off the cyclic garbage collector for one solve (or one consolidation run, which nests solves).
 
     A solve allocates tens of thousands of short-lived objects that reference counting frees, and no cycles
     worth collecting; each allocation burst still triggers collections that walk everything the process
