@@ -130,10 +130,15 @@ class Pod:
     owner_kind: str = ""
     owner_name: str = ""
     uid: str = ""
+    # namespace/name, read far more often than pods are made
+    _key: str = field(default="", init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        self._key = f"{self.namespace}/{self.name}"
 
     @property
     def key(self) -> str:
-        return f"{self.namespace}/{self.name}"
+        return self._key
 
     def node_requirement_terms(self) -> tuple[Requirements, ...]:
         """nodeSelector folded into every required term, so each term alone is a full node requirement."""

@@ -297,6 +297,7 @@ class _Engine:
         # per node, until its pods change (dropped in _commit with _evict_cache): repack's view of it
         self._demand_cache: dict[str, npt.NDArray[np.int64]] = {}
         self._repackable_cache: dict[str, bool] = {}
+        self._gate_cache: dict[str, str | None] = {}
         self._by_price: tuple[npt.NDArray[np.float64], npt.NDArray[np.int64]] | None = None
         self._types: tuple[tuple[str, ...], npt.NDArray[np.int64], npt.NDArray[np.float64], list[str]] | None = None
 
@@ -392,7 +393,12 @@ class _Engine:
         return max(known) if known else None
 
     def gate_reason(self, name: str) -> str | None:
-        """Why consolidation (emptiness, multi- and single-node) may not touch the node."""
+        """Why consolidation (emptiness, multi- and single-node) may not touch the node. Cached until pods move."""
+        if name not in self._gate_cache:
+            self._gate_cache[name] = self._gate_reason(name)
+        return self._gate_cache[name]
+
+    def _gate_reason(self, name: str) -> str | None:
         pool = self.info[name].nodepool or ""
         st = self.c.settings_for(pool)
         if st.consolidate_after is None:
@@ -520,6 +526,7 @@ class _Engine:
             self._evict_cache.pop(n, None)
             self._demand_cache.pop(n, None)
             self._repackable_cache.pop(n, None)
+            self._gate_cache.pop(n, None)
         self.actions.append(action)
         return action
 
@@ -781,7 +788,7 @@ class _Engine:
             targets, rest, _ = self._first_fit_elsewhere(names, pods, all_or_nothing=True)
             if rest:
                 return None  # a pod needs a new node
-            return WhatIf(Results(), self._unbound(own), targets=targets, displaced=self._unbound(bound))
+            return WhatIf(Results(), own, targets=targets, displaced=bound)
         if self._out_of_solves():
             return None
         wi = self.sim.what_if(names, max_new=1)
@@ -996,7 +1003,7 @@ class _Engine:
             return None
         targets, rest, left = self._first_fit_elsewhere(names, pods)
         if not rest:
-            return WhatIf(Results(), self._unbound(own), targets=targets, displaced=self._unbound(bound))
+            return WhatIf(Results(), own, targets=targets, displaced=bound)
         # what is left needs the one new node: the same necessary condition as _first_fit_check, from this pass
         _, talloc, tprice, tlabel = self._type_table()
         cost = sum(self.price[n] for n in names)
@@ -1013,11 +1020,7 @@ class _Engine:
             return wi
         if not simulate or self._out_of_solves():
             return None
-        return self.sim.what_if_rest(names, self._unbound(own), self._unbound(bound), targets, rest)
-
-    @staticmethod
-    def _unbound(pods: Iterable[Pod]) -> list[Pod]:
-        return [dataclasses.replace(p, node_name="") for p in pods]
+        return self.sim.what_if_rest(names, own, bound, targets, rest)
 
     def _first_fit_applies(self, names: Sequence[str]) -> bool:
         """True when the pods of `names` have no placement constraint at all and no pending pod is bound for them

@@ -60,6 +60,8 @@ def topology_selectors(pods: Iterable[Pod]) -> set[LabelSelector]:
 @dataclass
 class WhatIf:
     results: Results
+    # the pods that move, as they run now (the Scheduler plans the pods it is given wherever they run: it reads
+    # node_name only of the running pods it is shown)
     evicted: list[Pod]
     failure: str = ""  # why not every evicted pod found a place ("" when all did)
     claims: list[PlannedNodeClaim] = field(default_factory=list)  # new nodeclaims holding evicted pods
@@ -335,8 +337,8 @@ class ClusterSim:
     def what_if(self, names: Sequence[str], *, max_new: int | None = None) -> WhatIf:
         """Remove `names` and reschedule their pods. max_new: try Karpenter's pod-by-pod packing when the cost
         packer spreads the evicted pods over more new nodeclaims than allowed (it fills one claim first)."""
-        evicted = [dataclasses.replace(p, node_name="") for n in names for p in self.pods_on[n]]
-        displaced = [dataclasses.replace(p, node_name="") for n in names for p in self.reserved_on.get(n, ())]
+        evicted = [p for n in names for p in self.pods_on[n]]
+        displaced = [p for n in names for p in self.reserved_on.get(n, ())]
         exclude = set(names) | self.excluded
         pods = evicted + displaced
         if not pods:
@@ -389,7 +391,7 @@ class ClusterSim:
             ]
         view.running_pods = []
         self.solves += 1
-        pods = [dataclasses.replace(p, node_name="") for p in rest]
+        pods = list(rest)
         wi = self._interpret(self._call(view, pods, (), "greedy"), evicted, displaced)
         if wi.ok:
             wi.targets.update(targets)
@@ -403,8 +405,8 @@ class ClusterSim:
         leave them): one stand-in per limited pool holds the capacity of every node and in-flight claim.
         only: plan just these of those pods (the caller places the others on existing nodes and adds them to the
         result's targets)."""
-        evicted = [dataclasses.replace(p, node_name="") for n in names for p in self.pods_on[n]]
-        displaced = [dataclasses.replace(p, node_name="") for n in names for p in self.reserved_on.get(n, ())]
+        evicted = [p for n in names for p in self.pods_on[n]]
+        displaced = [p for n in names for p in self.reserved_on.get(n, ())]
         pods = evicted + displaced
         if only is not None:
             keep = {p.key for p in only}
