@@ -111,12 +111,15 @@ class ClusterSim:
         self._ff_names: dict[tuple[str, ...], list[str]] = {}
         self._matrix: dict[tuple[str, ...], tuple[list[str], npt.NDArray[np.int64]]] = {}
         self.orphans: list[Pod] = []  # running pods on nodes the input did not include (kept for topology)
+        on_node: dict[str, list[Pod]] = {}
         for p in running:
             if p.node_name not in self.specs:
                 self.orphans.append(p)
                 continue
             (self.fixed_on if p.key in self.fixed else self.pods_on)[p.node_name].append(p)
-            self._place(p, p.node_name)
+            on_node.setdefault(p.node_name, []).append(p)
+        for node, pods in on_node.items():
+            self._place_many(pods, node)
         self._view: Scheduler | None = None
         self._usage: dict[str, Resources] | None = None
         self._cap_range: dict[str, tuple[Resources, Resources]] = {}
@@ -155,10 +158,21 @@ class ClusterSim:
         return hit
 
     def _place(self, p: Pod, node: str) -> None:
-        if self.inert(p):
-            self._folded[node] = self._folded[node] + p.requests
-        else:
-            self._live[node].append(p)
+        self._place_many([p], node)
+
+    def _place_many(self, pods: Sequence[Pod], node: str) -> None:
+        """Run `pods` on `node`: inert ones folded into its allocatable (summed once), the others listed."""
+        folded: dict[str, int] | None = None
+        for p in pods:
+            if self.inert(p):
+                if folded is None:
+                    folded = dict(self._folded[node])
+                for k, v in p.requests.items():
+                    folded[k] = folded.get(k, 0) + v
+            else:
+                self._live[node].append(p)
+        if folded is not None:
+            self._folded[node] = Resources(folded)
         self._compact.pop(node, None)
         self._free_cache.pop(node, None)
         self._rows.pop(node, None)
@@ -580,14 +594,16 @@ class ClusterSim:
             self.epoch += 1
             self._matrix_dirty()
         for group, where in ((wi.evicted, self.pods_on), (wi.displaced, self.reserved_on)):
+            by_target: dict[str, list[Pod]] = {}
             for p in group:
                 claim = wi.claim_targets.get(p.key)
                 target = renamed[claim] if claim is not None else wi.targets[p.key]
-                moved = dataclasses.replace(p, node_name=target)
+                by_target.setdefault(target, []).append(dataclasses.replace(p, node_name=target))
+            for target, moved in by_target.items():
                 if target in self.specs:
-                    where[target].append(moved)
-                    self._place(moved, target)
+                    where[target].extend(moved)
+                    self._place_many(moved, target)
                 else:  # an in-flight NodeClaim: not a candidate, so only its room matters
-                    self.orphans.append(moved)
+                    self.orphans.extend(moved)
                     self._matrix_dirty()
         self._view = None
