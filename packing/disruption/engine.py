@@ -20,7 +20,7 @@ from __future__ import annotations
 import dataclasses
 import re
 import time
-from collections.abc import Collection, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -30,6 +30,7 @@ import numpy.typing as npt
 
 from packing.disruption.budgets import budget_limit
 from packing.disruption.drift import drift_reason
+from packing.disruption.firstfit import RoomIndex, first_fit, largest_first
 from packing.disruption.model import (
     BUDGET_REASONS,
     DELETION_COST,
@@ -145,84 +146,6 @@ def _one_cheaper_node_why(
             f"≥ current {money(cost)}"
         )
     return None
-
-
-def _first_fit(
-    pods: Sequence[Pod],
-    keys: tuple[str, ...],
-    free: npt.NDArray[np.int64],
-    names: Sequence[str],
-    *,
-    all_or_nothing: bool = False,
-    skip: Collection[int] = (),
-) -> tuple[dict[str, str], list[Pod], npt.NDArray[np.int64]]:
-    """First-fit of `pods`, largest first, onto the rows of `free` (the room of the nodes `names`, in the order to
-    try them; not modified): where each pod lands, the pods left over, and their summed requests. Runs of
-    identical pods fill each node with as many as fit before moving on, so they are placed with one cumulative
-    sum instead of pod by pod. all_or_nothing: stop at the first pod that finds no room (only whether every pod
-    fits matters to the caller; what is left over is then incomplete). skip: rows to leave out (the nodes going)."""
-    order = sorted(pods, key=lambda p: (-p.requests.get("cpu", 0), -p.requests.get("memory", 0), p.namespace, p.name))
-    vecs = [p.requests.vector(keys) for p in order]
-    targets: dict[str, str] = {}
-    rest: list[Pod] = []
-    left = np.zeros(len(keys), dtype=np.int64)
-    if not order:
-        return targets, rest, left
-    # a node that cannot take even the smallest of these pods takes none: dropping it keeps first-fit's order
-    ok = np.all(free >= np.array(vecs, dtype=np.int64).min(axis=0), axis=1)
-    if skip:
-        ok[list(skip)] = False
-    usable = np.flatnonzero(ok)
-    f = free[usable]
-    by_row = [names[r] for r in usable.tolist()]
-    i = 0
-    while i < len(order):
-        v0 = vecs[i]
-        j = i + 1
-        while j < len(order) and vecs[j] == v0:
-            j += 1
-        v = np.array(v0, dtype=np.int64)
-        k = j - i
-        if k == 1 and len(f):
-            # one pod of this shape: the first node with room for it, without counting how many fit where
-            fit = np.flatnonzero((f >= v).all(axis=1))
-            if len(fit):
-                r = int(fit[0])
-                targets[order[i].key] = by_row[r]
-                f[r] -= v
-            else:
-                rest.append(order[i])
-                left += v
-                if all_or_nothing:
-                    break
-            i = j
-            continue
-        pos = v > 0
-        if not bool(pos.any()):
-            caps = np.full(len(f), k, dtype=np.int64)  # a pod requesting nothing fits anywhere
-        else:
-            caps = np.min(np.where(pos, np.clip(f, 0, None) // np.where(pos, v, 1), np.iinfo(np.int64).max), axis=1)
-        cum = np.cumsum(caps)
-        if not len(cum) or int(cum[-1]) < k:
-            placed = int(cum[-1]) if len(cum) else 0
-            take = caps
-            rest.extend(order[i + placed : j])
-            left += v * (k - placed)
-            if all_or_nothing:
-                break
-        else:
-            r = int(np.searchsorted(cum, k))
-            take = np.zeros_like(caps)
-            take[:r] = caps[:r]
-            take[r] = k - (int(cum[r - 1]) if r > 0 else 0)
-        at = i
-        for row in np.flatnonzero(take).tolist():
-            for p in order[at : at + int(take[row])]:
-                targets[p.key] = by_row[row]
-            at += int(take[row])
-        f -= take[:, None] * v[None, :]
-        i = j
-    return targets, rest, left
 
 
 class _Engine:
@@ -774,6 +697,12 @@ class _Engine:
             return False
         return True
 
+    def _first_fit_decides(self, pods: Sequence[Pod]) -> bool:
+        """True when room alone decides where these pods may go (first-fit onto existing nodes is then valid)."""
+        return bool(pods) and all(
+            self._unconstrained(p) and self.sim.inert(p) and p.requests.get("pods", 0) > 0 for p in pods
+        )
+
     def _delete_whatif(self, names: Sequence[str]) -> WhatIf | None:
         """The move that deletes `names` with every pod landing on the other nodes, launching nothing; None when
         the pods need a new node (or the simulation limit is reached). Pods that room alone decides are placed by
@@ -784,7 +713,7 @@ class _Engine:
         pods = own + bound
         if not pods:
             return None
-        if all(self._unconstrained(p) and self.sim.inert(p) and p.requests.get("pods", 0) > 0 for p in pods):
+        if self._first_fit_decides(pods):
             targets, rest, _ = self._first_fit_elsewhere(names, pods, all_or_nothing=True)
             if rest:
                 return None  # a pod needs a new node
@@ -994,9 +923,7 @@ class _Engine:
         own = [p for n in names for p in self._pods(n)]
         bound = [p for n in names for p in self.sim.reserved_on.get(n, ())]
         pods = own + bound
-        if not pods or not all(
-            self._unconstrained(p) and self.sim.inert(p) and p.requests.get("pods", 0) > 0 for p in pods
-        ):
+        if not self._first_fit_decides(pods):
             return None
         keys = self._type_table()[0]
         if not len(self.sim.first_fit_matrix(keys)[0]):
@@ -1061,7 +988,7 @@ class _Engine:
         keys = self._type_table()[0]
         rows, free = self.sim.first_fit_matrix(keys)
         skip = [rows[n] for n in names if n in rows]  # the nodes themselves are going
-        return _first_fit(
+        return first_fit(
             pods, keys, free, self.sim.first_fit_names(keys), all_or_nothing=all_or_nothing, skip=skip
         )
 
@@ -1102,6 +1029,7 @@ class _Engine:
         # capacity only shrinks within the pass except where a replacement adds some, and then the epoch moves
         # and the next pass looks again: so one necessary-condition check at the start of the pass is enough
         early = self._precheck_many(todo)
+        index: RoomIndex | None = None
         for n in cands:
             if n in self.disrupted or n not in self.sim.specs:
                 continue
@@ -1121,8 +1049,26 @@ class _Engine:
                 self.failed[(tag, n)] = self.sim.epoch
                 self._spare(n, pre)
                 continue
+            placed: tuple[list[int], list[tuple[int, ...]]] | None = None
             if delete_only:
-                wi = self._delete_whatif([n])
+                own = self._pods(n)
+                bound = self.sim.reserved_on.get(n, [])
+                if self._first_fit_decides([*own, *bound]):
+                    # most nodes of a pass fail this check once earlier deletes have taken the room: the index
+                    # answers it without numpy, and is kept up to date as the deletes are applied
+                    if index is None:
+                        keys = self._type_table()[0]
+                        index = RoomIndex(self.sim.first_fit_names(keys), self.sim.first_fit_matrix(keys)[1])
+                    moving = largest_first([*own, *bound])
+                    vecs = [p.requests.vector(self._type_table()[0]) for p in moving]
+                    rows = index.place(n, vecs)
+                    wi = None
+                    if rows is not None:
+                        targets = {p.key: index.names[r] for p, r in zip(moving, rows, strict=True)}
+                        wi = WhatIf(Results(), list(own), targets=targets, displaced=list(bound))
+                        placed = (rows, vecs)
+                else:
+                    wi = self._delete_whatif([n])
                 if wi is None:
                     self.failed[(tag, n)] = self.sim.epoch
                     if self.truncated:
@@ -1147,6 +1093,11 @@ class _Engine:
             why = self._consolidation_why([n], wi, savings, note)
             self._commit([n], wi, "underutilized", why, savings, options, method="single-node")
             did = True
+            if index is not None:
+                if placed is not None:
+                    index.apply(n, *placed)
+                else:
+                    index = None  # a move the index did not see: build it again from the new state
         return did
 
     # ------------------------------------------------------------------ repack (Loadmaster's own, beyond Karpenter)
@@ -1222,14 +1173,14 @@ class _Engine:
         fill the free room of the nodes the run leaves in place (_repack_holes), first-fit, largest first; every
         other pod, and the pending pods bound for `names`, are planned onto new nodes by the cost packer."""
         pods = [*(p for n in names for p in self._pods(n)), *(p for n in names for p in self.sim.reserved_on.get(n, ()))]
-        fill = [p for p in pods if self._unconstrained(p) and self.sim.inert(p) and p.requests.get("pods", 0) > 0]
+        fill = [p for p in pods if self._first_fit_decides([p])]
         targets: dict[str, str] = {}
         if fill and self._repack_holes:
             keys = self._type_table()[0]
             rows, free = self.sim.first_fit_matrix(keys)
             use = sorted((r, n) for n, r in rows.items() if n in self._repack_holes)
             if use:
-                targets = _first_fit(fill, keys, free[[r for r, _ in use]], [n for _, n in use])[0]
+                targets = first_fit(fill, keys, free[[r for r, _ in use]], [n for _, n in use])[0]
         if not targets:
             return self.sim.what_if_new_nodes(names)
         wi = self.sim.what_if_new_nodes(names, only=[p for p in pods if p.key not in targets])
