@@ -221,6 +221,7 @@ class _Engine:
         self._demand_cache: dict[str, npt.NDArray[np.int64]] = {}
         self._repackable_cache: dict[str, bool] = {}
         self._gate_cache: dict[str, str | None] = {}
+        self._ff_decides: dict[str, bool] = {}  # per pod key: see _first_fit_decides
         self._by_price: tuple[npt.NDArray[np.float64], npt.NDArray[np.int64]] | None = None
         self._types: tuple[tuple[str, ...], npt.NDArray[np.int64], npt.NDArray[np.float64], list[str]] | None = None
 
@@ -699,9 +700,16 @@ class _Engine:
 
     def _first_fit_decides(self, pods: Sequence[Pod]) -> bool:
         """True when room alone decides where these pods may go (first-fit onto existing nodes is then valid)."""
-        return bool(pods) and all(
-            self._unconstrained(p) and self.sim.inert(p) and p.requests.get("pods", 0) > 0 for p in pods
-        )
+        if not pods:
+            return False
+        known = self._ff_decides
+        for p in pods:
+            hit = known.get(p.key)
+            if hit is None:
+                hit = known[p.key] = self._unconstrained(p) and self.sim.inert(p) and p.requests.get("pods", 0) > 0
+            if not hit:
+                return False
+        return True
 
     def _delete_whatif(self, names: Sequence[str]) -> WhatIf | None:
         """The move that deletes `names` with every pod landing on the other nodes, launching nothing; None when

@@ -95,7 +95,7 @@ class ClusterSim:
         self.fixed = set(fixed)
         self.excluded = set(excluded)
         self._selectors = topology_selectors([*running, *pending])
-        self._inert_cache: dict[frozenset[tuple[str, str]], bool] = {}
+        self._inert_pod: dict[str, bool] = {}
         self._seen_cache: dict[frozenset[tuple[str, str]], bool] = {}
         self.specs: dict[str, ExistingNodeSpec] = {n.name: n for n in nodes}
         self.order: list[str] = [n.name for n in nodes]
@@ -147,14 +147,11 @@ class ClusterSim:
 
     # ------------------------------------------------------------------ state
     def inert(self, p: Pod) -> bool:
-        if p.host_ports or p.anti_affinity:
-            return False
-        k = frozenset(p.labels.items())
-        hit = self._inert_cache.get(k)
+        """True when no topology rule can see the pod and it has neither host ports nor anti-affinity: only the
+        room it takes matters. Kept per pod (a pod's labels and rules do not change as it moves)."""
+        hit = self._inert_pod.get(p.key)
         if hit is None:
-            # namespaces are ignored on purpose: matching more pods than needed only costs speed, never safety
-            hit = not any(s.matches(p.labels) for s in self._selectors)
-            self._inert_cache[k] = hit
+            hit = self._inert_pod[p.key] = not (p.host_ports or p.anti_affinity) and not self.seen_by_topology(p)
         return hit
 
     def _place(self, p: Pod, node: str) -> None:
@@ -444,6 +441,7 @@ class ClusterSim:
         k = frozenset(p.labels.items())
         hit = self._seen_cache.get(k)
         if hit is None:
+            # namespaces are ignored on purpose: matching more pods than needed only costs speed, never safety
             hit = self._seen_cache[k] = any(s.matches(p.labels) for s in self._selectors)
         return hit
 
