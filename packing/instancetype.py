@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from functools import cached_property
 
 from packing.resources import Resources
 
@@ -31,8 +32,9 @@ class InstanceType:
     labels: Mapping[str, str] = field(default_factory=dict)
     offerings: tuple[Offering, ...] = ()
 
-    @property
+    @cached_property
     def allocatable(self) -> Resources:
+        # computed once: the fields are frozen (cached_property stores it in the instance dict directly)
         return (self.capacity - self.overhead).clamp_nonnegative()
 
     def __hash__(self) -> int:

@@ -140,6 +140,16 @@ class Pod:
     def key(self) -> str:
         return self._key
 
+    def on_node(self, node_name: str) -> Pod:
+        """This pod running on `node_name` (dataclasses.replace(self, node_name=...), several times faster: the
+        disruption simulation moves thousands of pods per run). Every field is passed, in order."""
+        return Pod(
+            self.name, self.namespace, self.labels, self.requests, self.node_selector, self.required_terms,
+            self.preferred_terms, self.tolerations, self.spread, self.affinity, self.anti_affinity,
+            self.preferred_affinity, self.preferred_anti_affinity, self.host_ports, node_name, self.owner_kind,
+            self.owner_name, self.uid,
+        )
+
     def node_requirement_terms(self) -> tuple[Requirements, ...]:
         """nodeSelector folded into every required term, so each term alone is a full node requirement."""
         if not self.node_selector and not self.required_terms:

@@ -136,7 +136,7 @@ class ClusterSim:
         res = self._solve(self.pending, self.excluded, "cost")
         for e in res.existing:
             for p in e.pods:
-                placed = dataclasses.replace(p, node_name=e.name)
+                placed = p.on_node(e.name)
                 if e.name in self.specs:
                     self.reserved_on[e.name].append(placed)
                     self._place(placed, e.name)
@@ -596,7 +596,7 @@ class ClusterSim:
             for p in group:
                 claim = wi.claim_targets.get(p.key)
                 target = renamed[claim] if claim is not None else wi.targets[p.key]
-                by_target.setdefault(target, []).append(dataclasses.replace(p, node_name=target))
+                by_target.setdefault(target, []).append(p.on_node(target))
             for target, moved in by_target.items():
                 if target in self.specs:
                     where[target].extend(moved)

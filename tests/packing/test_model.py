@@ -156,3 +156,33 @@ def test_taints_and_tolerations() -> None:
 
 def test_res_helper() -> None:
     assert res("2", "4Gi")["cpu"] == 2000
+
+
+def test_on_node_is_replace_with_every_field_kept() -> None:
+    # on_node passes every field positionally: a field added to Pod without it would be lost here
+    import dataclasses as dc
+
+    from packing.pods import HostPort, LabelSelector, Pod, PodAffinityTerm, TopologySpread
+
+    def sel(app: str) -> LabelSelector:
+        return LabelSelector(Requirements([Requirement.new("app", "In", [app])]))
+
+    values = {
+        "name": "web-1", "namespace": "shop", "labels": {"app": "web"},
+        "requests": Resources({"cpu": 500, "pods": 1000}), "node_selector": {"disk": "ssd"},
+        "required_terms": (Requirements([Requirement.new("zone", "In", ["a"])]),),
+        "preferred_terms": ((5, Requirements([Requirement.new("zone", "In", ["b"])])),),
+        "tolerations": (Toleration("k", "Exists", "", "NoSchedule"),),
+        "spread": (TopologySpread(1, "kubernetes.io/hostname", "DoNotSchedule", sel("web")),),
+        "affinity": (PodAffinityTerm(sel("db"), "zone"),),
+        "anti_affinity": (PodAffinityTerm(sel("web"), "kubernetes.io/hostname"),),
+        "preferred_affinity": ((3, PodAffinityTerm(sel("cache"), "zone")),),
+        "preferred_anti_affinity": ((2, PodAffinityTerm(sel("x"), "zone")),),
+        "host_ports": (HostPort(8080),), "node_name": "n1", "owner_kind": "ReplicaSet", "owner_name": "web-abc",
+        "uid": "u-1",
+    }
+    assert set(values) == {f.name for f in dc.fields(Pod) if f.init}
+    p = Pod(**values)  # type: ignore[arg-type]
+    moved = p.on_node("n2")
+    assert moved == dc.replace(p, node_name="n2")
+    assert moved.key == "shop/web-1" and moved.node_name == "n2" and p.node_name == "n1"
