@@ -86,7 +86,9 @@ def _fill(pods: IntArray, order: IntArray, alloc: IntArray, window: int = 192) -
         alive[head[:k]] = False
         lo_tail = max(start, end - 4 * window)
         tail = np.flatnonzero(alive[lo_tail:end])[-window:] + lo_tail
-        idx = np.unique(np.concatenate([head[k:], tail]))
+        # head and tail sorted: every tail index up to head's last is alive in [start, head[-1]], so already in
+        # head[k:]; the union is then a concatenation (what np.unique would give, without its sort)
+        idx = np.concatenate([head[k:], tail[tail > head[-1]]])
         idx = idx[alive[idx]]
         cand = rows_all[idx]
         while idx.size:
@@ -320,15 +322,12 @@ def _pack_single(pods: IntArray, allocs: IntArray, prices: Sequence[float], *, t
             size = (rows / scale).max(axis=1) + 1e-3 * (rows / scale).sum(axis=1)
             order = np.lexsort((members, -size))
             local = _fill(rows, order.astype(np.int64), alloc)
-            bins: list[Bin] = []
-            cost = 0.0
-            for b in local:
-                total = rows[b].sum(axis=0)
-                o = cheapest_fitting(total, allocs, price)
-                if o < 0 or price[o] > price[t]:
-                    o = t
-                cost += float(price[o])
-                bins.append(Bin(o, tuple(int(members[i]) for i in b)))
+            # each node shrinks to the cheapest option holding what it got (never dearer than t itself)
+            shrunk = _cheapest_fitting_each(bin_totals(rows, local), allocs, price)
+            shrunk = np.where((shrunk < 0) | (price[np.maximum(shrunk, 0)] > price[t]), t, shrunk)
+            cost = float(sum(price[shrunk].tolist()))  # summed in order, as plans are compared on it
+            ids = members.tolist()
+            bins = [Bin(o, tuple(ids[i] for i in b)) for o, b in zip(shrunk.tolist(), local, strict=True)]
             per_pod = cost / max(members.size, 1)
             # prefer the type that takes the most pods, then the lowest cost per pod
             if chosen_members is None:
