@@ -215,7 +215,8 @@ class _Engine:
         self._hard_cache: dict[str, tuple[str | None, str | None]] = {}
         self.why_kind: dict[str, str] = {}  # node -> "budget" when why_not[node] is a budget's refusal
         self.method_kind: dict[str, str] = {}  # the same for method_why
-        self._drift_cache: dict[str, str | None] = {}
+        self._drifted: dict[str, str] | None = None  # node -> why it drifted, found on the first drift() call
+        self._expired: list[tuple[datetime, str, str]] | None = None  # (created, node, why), the same for expiry
         self._evict_cache: dict[str, float] = {}
         # per node, until its pods change (dropped in _commit with _evict_cache): repack's view of it
         self._demand_cache: dict[str, npt.NDArray[np.int64]] = {}
@@ -603,16 +604,20 @@ class _Engine:
         return True
 
     def drift(self) -> bool:
-        drifted: list[tuple[bool, datetime, str, str]] = []
-        for n in self.candidates():
-            pool = self.pools.get(self.info[n].nodepool or "")
-            if pool is None or self.hard_reason(n):
-                continue
-            if n not in self._drift_cache:  # a node's labels, taints and pool do not change during a run
+        if self._drifted is None:
+            # a node's labels, taints and pool do not change during a run: which nodes drifted is found once
+            self._drifted = {}
+            for n in self.candidates():
+                pool = self.pools.get(self.info[n].nodepool or "")
+                if pool is None:
+                    continue
                 spec = self.info[n].spec
-                self._drift_cache[n] = drift_reason(spec.labels, spec.taints, pool, self.catalog)
-            r = self._drift_cache[n]
-            if r is None:
+                r = drift_reason(spec.labels, spec.taints, pool, self.catalog)
+                if r is not None:
+                    self._drifted[n] = r
+        drifted: list[tuple[bool, datetime, str, str]] = []
+        for n, r in self._drifted.items():
+            if n in self.disrupted or n not in self.sim.specs or self.hard_reason(n):
                 continue
             created = self.info[n].created or datetime.min.replace(tzinfo=UTC)
             drifted.append((bool(self._pods(n)), created, n, r))
@@ -629,19 +634,23 @@ class _Engine:
         return False
 
     def expiration(self) -> bool:
-        expired: list[tuple[datetime, str, str]] = []
-        for n in self.candidates():
-            info = self.info[n]
-            st = self.c.settings_for(info.nodepool or "")
-            if st.expire_after is None or info.created is None or info.nodepool not in self.pools:
-                continue
-            if info.created + st.expire_after > self.at or self.hard_reason(n):
-                continue
-            detail = (
-                f"expired: created {_fmt_time(info.created)}, older than expireAfter "
-                f"{format_duration(st.expire_after)}"
-            )
-            expired.append((info.created, n, detail))
+        if self._expired is None:
+            # the clock is fixed for the run, so which nodes are past their pool's expireAfter is found once
+            self._expired = []
+            for n in self.candidates():
+                info = self.info[n]
+                st = self.c.settings_for(info.nodepool or "")
+                if st.expire_after is None or info.created is None or info.nodepool not in self.pools:
+                    continue
+                if info.created + st.expire_after <= self.at:
+                    detail = (
+                        f"expired: created {_fmt_time(info.created)}, older than expireAfter "
+                        f"{format_duration(st.expire_after)}"
+                    )
+                    self._expired.append((info.created, n, detail))
+        expired = [
+            e for e in self._expired if e[1] not in self.disrupted and e[1] in self.sim.specs and not self.hard_reason(e[1])
+        ]
         expired.sort()
         for _, n, detail in expired:  # expiration is not budgeted, but the nodes it takes count as disrupting
             if self._replace_or_delete(n, "expired", "expire", detail):

@@ -570,7 +570,7 @@ def _pack_assigned(
     *,
     balanced: bool = False,
 ) -> list[Bin]:
-    bins: list[Bin] = []
+    groups: list[tuple[int, list[int], list[list[int]]]] = []  # (type, pod rows, their nodes as local indices)
     for t in np.unique(assign).tolist():
         members = np.flatnonzero(assign == t)
         alloc = allocs[t]
@@ -587,11 +587,16 @@ def _pack_assigned(
             size = (rows / scale).max(axis=1) + 1e-3 * (rows / scale).sum(axis=1)
             order = np.lexsort((members, -size)).astype(np.int64)
             local = _fill(rows, order, alloc)
-        # every node shrinks to the cheapest type that holds what it got
-        smallest = _cheapest_fitting_each(bin_totals(rows, local), allocs, price).tolist()
-        ids = members.tolist()
-        for b, o in zip(local, smallest, strict=True):
-            bins.append(Bin(o if o >= 0 else t, tuple(ids[i] for i in b)))
+        groups.append((t, members.tolist(), local))
+    # every node shrinks to the cheapest type that holds what it got (all types' nodes in one pass)
+    owners: list[int] = []
+    contents: list[list[int]] = []
+    for t, ids, local in groups:
+        for b in local:
+            owners.append(t)
+            contents.append([ids[i] for i in b])
+    smallest = _cheapest_fitting_each(bin_totals(pods, contents), allocs, price).tolist() if contents else []
+    bins = [Bin(o if o >= 0 else t, tuple(c)) for t, c, o in zip(owners, contents, smallest, strict=True)]
     return _consolidate(pods, allocs, price, bins)
 
 
