@@ -63,6 +63,7 @@ class PdbIndex:
             else:
                 self._sel[key] = _selector(b.selector)
         self.cover: dict[str, list[str]] = {}
+        self._match_cache: dict[tuple[str, frozenset[tuple[str, str]]], list[str]] = {}
         expected: dict[str, int] = {}
         healthy: dict[str, int] = {}
         for p in pods:
@@ -91,15 +92,20 @@ class PdbIndex:
             self.allowed[key] = allowed
 
     def _keys_for(self, p: Pod) -> list[str]:
-        out = []
-        for b in self.pdbs:
-            if b.namespace != p.namespace:
-                continue
-            key = f"{b.namespace}/{b.name}"
-            sel = self._sel[key]
-            if sel is None or sel.matches(p.labels):
-                out.append(key)
-        return out
+        # pods of one workload share their namespace and labels: each such set is matched once
+        ck = (p.namespace, frozenset(p.labels.items()))
+        hit = self._match_cache.get(ck)
+        if hit is None:
+            hit = []
+            for b in self.pdbs:
+                if b.namespace != p.namespace:
+                    continue
+                key = f"{b.namespace}/{b.name}"
+                sel = self._sel[key]
+                if sel is None or sel.matches(p.labels):
+                    hit.append(key)
+            self._match_cache[ck] = hit
+        return list(hit)
 
     def blocking(self, pods: Iterable[Pod], used: Mapping[str, int] | None = None) -> str | None:
         """Why evicting all of `pods` at once would violate a PDB (given `used` evictions already counted)."""

@@ -26,6 +26,8 @@ IntArray = npt.NDArray[np.int64]
 
 # how many of the pods that still fit a node _fill_balanced scores for each pick
 BALANCED_WINDOW = 256
+# _fill packs this many pods or fewer in plain Python (_fill_small), where numpy's per-call cost dominates
+SMALL_FILL = 64
 # _fill_balanced's work is about (nodes x pods) of one type; beyond this _fill is used
 BALANCED_MAX_WORK = 1e7
 # pod cells of _assign_by_lp: pods within these factors of each other in every resource, finest first;
@@ -63,8 +65,10 @@ def _fill(pods: IntArray, order: IntArray, alloc: IntArray, window: int = 192) -
     fillers: that is where first-fit finds them, and it keeps each node O(window) instead of O(pods). Placed
     pods are only marked, never removed, so no node pays for copying the whole list.
     """
-    rows_all = pods[order]
     m = order.size
+    if m <= SMALL_FILL:
+        return _fill_small(pods, order, alloc)
+    rows_all = pods[order]
     alive = np.ones(m, dtype=bool)
     start, end = 0, m
     bins: list[list[int]] = []
@@ -104,6 +108,32 @@ def _fill(pods: IntArray, order: IntArray, alloc: IntArray, window: int = 192) -
             idx = idx[keep]
             cand = cand[keep]
         bins.append([int(order[i]) for i in taken])
+    return bins
+
+
+def _fill_small(pods: IntArray, order: IntArray, alloc: IntArray) -> list[list[int]]:
+    """_fill for few pods, in plain Python: each node takes, in order, every remaining pod that still fits (what
+    _fill's prefix and gap search come to when the window covers every pod), without numpy's per-call cost."""
+    rows = pods[order].tolist()
+    ids = order.tolist()
+    cap0 = alloc.tolist()
+    k_range = range(len(cap0))
+    left = list(range(len(ids)))
+    bins: list[list[int]] = []
+    while left:
+        cap = list(cap0)
+        taken: list[int] = []
+        rest: list[int] = []
+        for i in left:
+            r = rows[i]
+            if all(r[k] <= cap[k] for k in k_range) or not taken:  # the first pod always opens the node
+                for k in k_range:
+                    cap[k] -= r[k]
+                taken.append(ids[i])
+            else:
+                rest.append(i)
+        bins.append(taken)
+        left = rest
     return bins
 
 
