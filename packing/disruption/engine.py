@@ -222,6 +222,8 @@ class _Engine:
         self._demand_cache: dict[str, npt.NDArray[np.int64]] = {}
         self._repackable_cache: dict[str, bool] = {}
         self._gate_cache: dict[str, str | None] = {}
+        self._pdb_cache: dict[str, dict[str, int] | None] = {}
+        self._potential_cache: dict[str, float] = {}
         self._ff_decides: dict[str, bool] = {}  # per pod key: see _first_fit_decides
         self._by_price: tuple[npt.NDArray[np.float64], npt.NDArray[np.int64]] | None = None
         self._types: tuple[tuple[str, ...], npt.NDArray[np.int64], npt.NDArray[np.float64], list[str]] | None = None
@@ -452,6 +454,8 @@ class _Engine:
             self._demand_cache.pop(n, None)
             self._repackable_cache.pop(n, None)
             self._gate_cache.pop(n, None)
+            self._pdb_cache.pop(n, None)
+            self._potential_cache.pop(n, None)
         self.actions.append(action)
         return action
 
@@ -677,6 +681,7 @@ class _Engine:
         taken: dict[str, int] = {}
         pdb_used: dict[str, int] = {}
         rooms: dict[str, tuple[int | None, str]] = {}
+        allowed = self.pdb.allowed
         for n in ordered:
             pool = self.info[n].nodepool or ""
             if pool not in rooms:
@@ -685,16 +690,27 @@ class _Engine:
             if room is not None and taken.get(pool, 0) >= room:
                 self._spare(n, text, "budget")
                 continue
-            pods = self._pods(n)
-            if self.pdb.blocking(pods, pdb_used):
+            usage = self._pdb_usage(n)
+            if usage is None:
+                continue  # a pod covered by several PDBs cannot be evicted (hard_reason says so)
+            if any(pdb_used.get(k, 0) + v > allowed.get(k, 0) for k, v in usage.items()):
                 continue  # alone it is fine (hard_reason passed); together with the others it is not
-            for k, v in self.pdb.usage(pods).items():
+            for k, v in usage.items():
                 pdb_used[k] = pdb_used.get(k, 0) + v
             taken[pool] = taken.get(pool, 0) + 1
             picked.append(n)
             if len(picked) >= limit:
                 break
         return picked
+
+    def _pdb_usage(self, name: str) -> dict[str, int] | None:
+        """Evictions the node's pods would take from each PDB (None when one is covered by several). Cached until
+        its pods change."""
+        if name not in self._pdb_cache:
+            pods = self._pods(name)
+            multi = any(len(self.pdb.cover.get(p.key, ())) > 1 for p in pods)
+            self._pdb_cache[name] = None if multi else self.pdb.usage(pods)
+        return self._pdb_cache[name]
 
     def multi_node(self, *, delete_only: bool = False) -> bool:
         # A search that found nothing is not repeated until capacity has been added (a replacement launched):
@@ -1163,6 +1179,13 @@ class _Engine:
             )
         return hit
 
+    def _potential(self, name: str, rates: npt.NDArray[np.float64]) -> float:
+        """The node's price minus a lower bound on what its pods cost anywhere (see _unit_rates); cached."""
+        hit = self._potential_cache.get(name)
+        if hit is None:
+            hit = self._potential_cache[name] = self.price[name] - float((self._demand(name) * rates).max())
+        return hit
+
     def _repack_need(self, cost: float) -> float:
         """The least a repack of nodes costing `cost` must save. A repack evicts every pod of its group and launches
         several nodes, and the cost packer's plans vary by a few percent with the exact pods they are given: 5% of
@@ -1286,7 +1309,7 @@ class _Engine:
         self._repack_holes = frozenset(self.sim.specs) - frozenset(movable)
         rates = self._unit_rates()
         demand = {n: self._demand(n) for n in cands}
-        potential = {n: self.price[n] - float((demand[n] * rates).max()) for n in cands}
+        potential = {n: self._potential(n, rates) for n in cands}
         # the margin's share of a node's price (its dollar floor applies to a group as a whole, not to each node)
         share = max(REPACK_MIN_FRACTION, (self.min_savings.percent or 0.0) / 100 if self.min_savings else 0.0)
         buckets: dict[tuple[str, str], list[str]] = {}
