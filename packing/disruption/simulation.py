@@ -219,11 +219,13 @@ class ClusterSim:
         return self.pods_on.get(name, [])
 
     def free_room(self, name: str) -> Resources:
-        s = self.compact_spec(name)
-        used = Resources()
-        for p in self._live[name]:
-            used = used + p.requests
-        return s.allocatable - used
+        """The node's allocatable minus what its pods request (folded and listed alike), as compact_spec's
+        allocatable minus the listed pods, without building the compact spec."""
+        room = dict(self.specs[name].allocatable)
+        for src in (self._folded[name], *(p.requests for p in self._live[name])):
+            for k, v in src.items():
+                room[k] = room.get(k, 0) - v
+        return Resources(room)
 
     # ------------------------------------------------------------------ what-if
     def _matrix_dirty(self) -> None:
