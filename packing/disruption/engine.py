@@ -1217,10 +1217,12 @@ class _Engine:
         targets: dict[str, str] = {}
         if fill and self._repack_holes:
             keys = self._type_table()[0]
-            rows, free = self.sim.first_fit_matrix(keys)
-            use = sorted((r, n) for n, r in rows.items() if n in self._repack_holes)
-            if use:
-                targets = first_fit(fill, keys, free[[r for r, _ in use]], [n for _, n in use])[0]
+            free = self.sim.first_fit_matrix(keys)[1]
+            names_ff = self.sim.first_fit_names(keys)
+            holes = self._repack_holes
+            allow = np.fromiter((n in holes for n in names_ff), dtype=bool, count=len(names_ff))
+            if bool(allow.any()):
+                targets = first_fit(fill, keys, free, names_ff, allow=allow)[0]
         if not targets:
             return self.sim.what_if_new_nodes(names)
         wi = self.sim.what_if_new_nodes(names, only=[p for p in pods if p.key not in targets])

@@ -31,12 +31,14 @@ def first_fit(
     *,
     all_or_nothing: bool = False,
     skip: Collection[int] = (),
+    allow: npt.NDArray[np.bool_] | None = None,
 ) -> tuple[dict[str, str], list[Pod], npt.NDArray[np.int64]]:
     """First-fit of `pods`, largest first, onto the rows of `free` (the room of the nodes `names`, in the order to
     try them; not modified): where each pod lands, the pods left over, and their summed requests. Runs of
     identical pods fill each node with as many as fit before moving on, so they are placed with one cumulative
     sum instead of pod by pod. all_or_nothing: stop at the first pod that finds no room (only whether every pod
-    fits matters to the caller; what is left over is then incomplete). skip: rows to leave out (the nodes going)."""
+    fits matters to the caller; what is left over is then incomplete). skip: rows to leave out (the nodes going);
+    allow: a mask of the rows that may be used at all."""
     order = largest_first(pods)
     vecs = [p.requests.vector(keys) for p in order]
     targets: dict[str, str] = {}
@@ -48,6 +50,8 @@ def first_fit(
     ok = np.all(free >= np.array(vecs, dtype=np.int64).min(axis=0), axis=1)
     if skip:
         ok[list(skip)] = False
+    if allow is not None:
+        ok &= allow
     usable = np.flatnonzero(ok)
     f = free[usable]
     by_row = [names[r] for r in usable.tolist()]

@@ -109,6 +109,7 @@ class ClusterSim:
         self._row_index: dict[tuple[str, ...], dict[str, int]] = {}
         self._ff: dict[tuple[str, ...], tuple[dict[str, int], npt.NDArray[np.int64]]] = {}
         self._ff_names: dict[tuple[str, ...], list[str]] = {}
+        self._stale: set[str] = set()  # nodes whose room changed since their matrix rows were computed
         self._matrix: dict[tuple[str, ...], tuple[list[str], npt.NDArray[np.int64]]] = {}
         self.orphans: list[Pod] = []  # running pods on nodes the input did not include (kept for topology)
         on_node: dict[str, list[Pod]] = {}
@@ -173,7 +174,7 @@ class ClusterSim:
         self._compact.pop(node, None)
         self._free_cache.pop(node, None)
         self._rows.pop(node, None)
-        self._matrix_dirty()
+        self._stale.add(node)
 
     def compact_spec(self, name: str) -> ExistingNodeSpec:
         hit = self._compact.get(name)
@@ -200,6 +201,7 @@ class ClusterSim:
 
     def free_matrix(self, keys: tuple[str, ...]) -> tuple[list[str], npt.NDArray[np.int64]]:
         """Nodes that can take pods (in order) and their free room over `keys`, cached until the state changes."""
+        self._patch_stale()
         hit = self._matrix.get(keys)
         if hit is None:
             names = [n for n in self.order if n not in self.excluded]
@@ -212,6 +214,7 @@ class ClusterSim:
                 names.append(spec.name)
                 rows.append([(spec.allocatable - used).get(k, 0) for k in keys])
             m = np.array(rows, dtype=np.int64).reshape(len(names), len(keys))
+            m.setflags(write=False)  # shared until the state changes: callers copy what they modify
             hit = self._matrix[keys] = (names, m)
         return hit
 
@@ -229,11 +232,92 @@ class ClusterSim:
 
     # ------------------------------------------------------------------ what-if
     def _matrix_dirty(self) -> None:
+        """Forget every cached matrix (a change the incremental upkeep below does not follow)."""
         self._usage = None
         self._matrix.clear()
         self._row_index.clear()
         self._ff.clear()
         self._ff_names.clear()
+        self._stale.clear()
+
+    # The free-room matrices are kept up to date instead of being rebuilt after every action: a node whose room
+    # changed is marked stale and its rows are patched on the next read; removed nodes' rows are dropped and new
+    # nodes' rows inserted where a rebuild would put them. A rebuild gives the same matrices (tested).
+    def _patch_stale(self) -> None:
+        if not self._stale:
+            return
+        stale = self._stale
+        self._stale = set()
+        for keys, (names, m) in list(self._matrix.items()):
+            idx = self._row_index.get(keys)
+            if idx is None:
+                idx = self._row_index[keys] = {n: i for i, n in enumerate(names)}
+            rows = [(idx[n], n) for n in stale if n in idx]
+            if rows:
+                m = m.copy()
+                for r, n in rows:
+                    m[r] = self._row(n, keys)
+                m.setflags(write=False)
+                self._matrix[keys] = (names, m)
+        for keys, (pos, m) in list(self._ff.items()):
+            rows = [(pos[n], n) for n in stale if n in pos]
+            if rows:
+                m = m.copy()
+                for r, n in rows:
+                    m[r] = self._row(n, keys)
+                m.setflags(write=False)
+                self._ff[keys] = (pos, m)
+
+    def _drop_rows(self, gone: set[str]) -> None:
+        self._stale -= gone
+        for keys, (names, m) in list(self._matrix.items()):
+            keep = [i for i, n in enumerate(names) if n not in gone]
+            if len(keep) != len(names):
+                kept = m[keep]
+                kept.setflags(write=False)
+                self._matrix[keys] = ([names[i] for i in keep], kept)
+        self._row_index.clear()
+        for keys, (_, m) in list(self._ff.items()):
+            names = self._ff_names[keys]
+            keep = [i for i, n in enumerate(names) if n not in gone]
+            if len(keep) != len(names):
+                new_names = [names[i] for i in keep]
+                kept = m[keep]
+                kept.setflags(write=False)
+                self._ff[keys] = ({n: r for r, n in enumerate(new_names)}, kept)
+                self._ff_names[keys] = new_names
+        self._usage = None
+
+    def _insert_rows(self, added: Sequence[str]) -> None:
+        """Rows for nodes just added, in this order, to the end of `order` (no pods yet)."""
+        if not added:
+            return
+        n_inflight = len(self.inflight)
+        for keys, (names, m) in list(self._matrix.items()):
+            at = len(names) - n_inflight  # in-flight claims' rows come last
+            rows = np.array([self._row(n, keys) for n in added], dtype=np.int64).reshape(len(added), len(keys))
+            grown = np.concatenate([m[:at], rows, m[at:]])
+            grown.setflags(write=False)
+            self._matrix[keys] = ([*names[:at], *added, *names[at:]], grown)
+        self._row_index.clear()
+        untainted = [
+            n for n in added if not any(t.effect in ("NoSchedule", "NoExecute") for t in self.specs[n].taints)
+        ]
+        if untainted:
+            kind = {s.name: s.kind for s in self.inflight}
+            for keys, (_, m) in list(self._ff.items()):
+                names = self._ff_names[keys] + untainted
+                rows = np.array([self._row(n, keys) for n in untainted], dtype=np.int64).reshape(
+                    len(untainted), len(keys)
+                )
+                # Nodes by name, then in-flight NodeClaims by name (first_fit_matrix's order)
+                order = sorted(range(len(names)), key=lambda i: (0 if kind.get(names[i], "Node") == "Node" else 1, names[i]))
+                grown = np.concatenate([m, rows])[order]
+                grown.setflags(write=False)
+                new_names = [names[i] for i in order]
+                self._ff[keys] = ({n: r for r, n in enumerate(new_names)}, grown)
+                self._ff_names[keys] = new_names
+        self._usage = None
 
     def _row(self, name: str, keys: tuple[str, ...]) -> list[int]:
         per = self._rows.setdefault(name, {})
@@ -246,6 +330,7 @@ class ClusterSim:
     def first_fit_matrix(self, keys: tuple[str, ...]) -> tuple[dict[str, int], npt.NDArray[np.int64]]:
         """Free room of the untainted nodes in the order the Scheduler tries existing nodes (Nodes by name, then
         in-flight NodeClaims by name), with each node's row."""
+        self._patch_stale()
         hit = self._ff.get(keys)
         if hit is None:
             names, free = self.free_matrix(keys)
@@ -559,12 +644,13 @@ class ClusterSim:
             self._rows.pop(n, None)
         gone = set(names)
         self.order = [n for n in self.order if n not in gone]
-        self._matrix_dirty()
+        self._drop_rows(gone)
         self._view = None
 
     def apply(self, names: Sequence[str], wi: WhatIf, renamed: Mapping[str, str]) -> None:
         """Delete `names`, launch the what-if's claims under their new names, and run the evicted pods there."""
         self.remove(names)
+        added: list[str] = []
         for c in wi.claims:
             name = renamed[c.name]
             labels = dict(c.labels)
@@ -592,7 +678,8 @@ class ClusterSim:
             self._folded[name] = Resources()
             self._live[name] = []
             self.epoch += 1
-            self._matrix_dirty()
+            added.append(name)
+        self._insert_rows(added)
         for group, where in ((wi.evicted, self.pods_on), (wi.displaced, self.reserved_on)):
             by_target: dict[str, list[Pod]] = {}
             for p in group:
