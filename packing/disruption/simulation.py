@@ -559,6 +559,9 @@ class ClusterSim:
         """Capacity of the nodes and in-flight claims of each pool with limits (a copy: callers adjust it)."""
         if self._usage is None:
             limited = {p.name for p in self.base.nodepools if p.limits}
+            if not limited:
+                self._usage = {}
+                return {}
             usage: dict[str, Resources] = {}
             for spec in [*(self.specs[n] for n in self.order if n not in self.excluded), *self.inflight]:
                 pool = spec.nodepool or ""
