@@ -1328,17 +1328,31 @@ class _Engine:
             buckets.setdefault((self.info[n].nodepool or "", labels.get(CAPACITY_TYPE_LABEL, "")), []).append(n)
         for names in buckets.values():
             names.sort(key=lambda n: (-potential[n], n))
-        for _, names in sorted(buckets.items(), key=lambda kv: (-potential[kv[1][0]], kv[0])):
-            group = self._within_limits(names, REPACK_MAX_GROUP)
-            found = self._repack_search(group, demand, rates) if group else None
-            if found is not None:
-                chosen, wi, savings, options, note = found
-                why = self._repack_why(chosen, wi, savings, note)
-                self._commit(chosen, wi, "underutilized", why, savings, options, method="repack")
+        did = False
+        while True:
+            found = None
+            for _, names in sorted(buckets.items(), key=lambda kv: (-potential[kv[1][0]], kv[0]) if kv[1] else (0.0, kv[0])):
+                if not names:
+                    continue
+                group = self._within_limits(names, REPACK_MAX_GROUP)
+                found = self._repack_search(group, demand, rates) if group else None
+                if found is not None or self.truncated:
+                    break
+            if found is None:
+                return did
+            chosen, wi, savings, options, note = found
+            why = self._repack_why(chosen, wi, savings, note)
+            self._commit(chosen, wi, "underutilized", why, savings, options, method="repack")
+            did = True
+            # The next repack is looked for at once, without the setup above: a repack moves pods only onto new
+            # nodes and nodes that are not candidates, so the other candidates, their pods and their order are as
+            # they were. Emptiness, drift and expiration, which come first in every round, are asked first.
+            if self.emptiness() or self.drift() or self.expiration():
                 return True
-            if self.truncated:
-                break
-        return False
+            gone = set(chosen)
+            for names in buckets.values():
+                names[:] = [n for n in names if n not in gone]
+            self._repack_holes = frozenset(self.sim.specs) - frozenset(movable)
 
     def _repack_search(
         self, group: Sequence[str], demand: dict[str, npt.NDArray[np.int64]], rates: npt.NDArray[np.float64]
