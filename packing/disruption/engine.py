@@ -417,15 +417,15 @@ class _Engine:
         method: str = "",
     ) -> Action:
         renamed: dict[str, str] = {}
-        replacements: list[dict[str, Any]] = []
+        claims = []
         for c in wi.claims:
             new = self._claim_name(c.nodepool)
             renamed[c.name] = new
-            rc = dataclasses.replace(c, name=new)
-            obj = render_json(Results(nodeclaims=[rc]))["nodeclaims"][0]
+            claims.append(dataclasses.replace(c, name=new))
+        replacements: list[dict[str, Any]] = render_json(Results(nodeclaims=claims))["nodeclaims"] if claims else []
+        for c, obj in zip(wi.claims, replacements, strict=True):
             if options and c.name in options:
                 obj["instance_type_options"] = options[c.name]
-            replacements.append(obj)
         moves = {}
         for p in sorted(wi.evicted, key=lambda q: q.key):
             claim = wi.claim_targets.get(p.key)
