@@ -27,7 +27,7 @@ IntArray = npt.NDArray[np.int64]
 # how many of the pods that still fit a node _fill_balanced scores for each pick
 BALANCED_WINDOW = 256
 # _fill packs this many pods or fewer in plain Python (_fill_small), where numpy's per-call cost dominates
-SMALL_FILL = 64
+SMALL_FILL = 128
 # _fill_balanced's work is about (nodes x pods) of one type; beyond this _fill is used
 BALANCED_MAX_WORK = 1e7
 # pod cells of _assign_by_lp: pods within these factors of each other in every resource, finest first;
@@ -117,18 +117,17 @@ def _fill_small(pods: IntArray, order: IntArray, alloc: IntArray) -> list[list[i
     rows = pods[order].tolist()
     ids = order.tolist()
     cap0 = alloc.tolist()
-    k_range = range(len(cap0))
+    le, sub = operator.le, operator.sub
     left = list(range(len(ids)))
     bins: list[list[int]] = []
     while left:
-        cap = list(cap0)
+        cap = cap0
         taken: list[int] = []
         rest: list[int] = []
         for i in left:
             r = rows[i]
-            if all(r[k] <= cap[k] for k in k_range) or not taken:  # the first pod always opens the node
-                for k in k_range:
-                    cap[k] -= r[k]
+            if not taken or all(map(le, r, cap)):  # the first pod always opens the node
+                cap = list(map(sub, cap, r))
                 taken.append(ids[i])
             else:
                 rest.append(i)
