@@ -231,7 +231,7 @@ class PoolTemplate:
         # NodeClaim.fix: requirements pinned to one (type, zone, capacity type), shared by every claim alike
         self.pin_cache: dict[tuple[Requirements, str, str, str], Requirements] = {}
         self._mask_cache: dict[Requirements, npt.NDArray[np.bool_]] = {}
-        self._ranked_cache: dict[Requirements, tuple[npt.NDArray[np.int64], list[str]]] = {}
+        self._ranked_cache: dict[Requirements, tuple[npt.NDArray[np.int64], list[str], npt.NDArray[np.int64]]] = {}
         # per requirements, for pools without limits (limits make both depend on the solve's usage)
         self.frontier_cache: dict[Requirements, npt.NDArray[np.int64]] = {}
         self.launch_cache: dict[Requirements, _LaunchOptions] = {}
@@ -261,6 +261,11 @@ class PoolTemplate:
         """The viable options' allocatable (resources along the first axis) and names, in the order NodeClaims
         list alternatives: spot first, then by price. It depends on the requirements alone (offerings do not
         change within a template), so it is kept for later solves."""
+        alloc_t, names, _ = self._ranked(reqs)
+        return alloc_t, names
+
+    def _ranked(self, reqs: Requirements) -> tuple[npt.NDArray[np.int64], list[str], npt.NDArray[np.int64]]:
+        """ranked_alternatives, with the options' indices."""
         hit = self._ranked_cache.get(reqs)
         if hit is None:
             ranked: list[tuple[int, float, str, int]] = []
@@ -271,12 +276,27 @@ class PoolTemplate:
                     ranked.append((spot, aoff.price or 0.0, alt.it.name, alt.index))
             ranked.sort()
             order = np.array([r[3] for r in ranked], dtype=np.int64)
+            order.setflags(write=False)
             # resources along the first axis: one 2-D comparison per resource is far faster than a 3-D one
             # reduced over a short last axis
             alloc_t = np.ascontiguousarray(self.alloc_matrix[order].T)
             alloc_t.setflags(write=False)
-            hit = self._ranked_cache[reqs] = (alloc_t, [r[2] for r in ranked])
+            hit = self._ranked_cache[reqs] = (alloc_t, [r[2] for r in ranked], order)
         return hit
+
+    def cheapest_holding(self, reqs: Requirements, idx: npt.NDArray[np.int64], used: Vec) -> TypeOption | None:
+        """The first option in ranked order (spot first, then price, then name) among `idx` whose allocatable
+        holds `used` and that has an offering for `reqs`: what NodeClaim.finalize launches."""
+        alloc_t, _, order = self._ranked(reqs)
+        if not order.size:
+            return None
+        member = np.zeros(len(self.options), dtype=bool)
+        member[idx] = True
+        ok = member[order]
+        for r, u in enumerate(used):
+            ok &= alloc_t[r] >= u
+        first = int(np.argmax(ok))
+        return self.options[int(order[first])] if ok[first] else None
 
     def viable_mask(self, reqs: Requirements) -> npt.NDArray[np.bool_]:
         tr = reqs.restricted(self.type_keys)
@@ -501,17 +521,10 @@ class NodeClaim:
 
     def finalize(self) -> None:
         """Pick the cheapest fitting type and offering (spot first), and pin the claim to it."""
-        best: tuple[tuple[int, float, str], TypeOption, Offering] | None = None
-        for o in self.options:
-            off = o.offering_for(self.reqs)
-            if off is None or not _fits(self.used, o.alloc):
-                continue
-            k = (0 if off.capacity_type == CAPACITY_TYPE_SPOT else 1, off.price or 0.0, o.it.name)
-            if best is None or k < best[0]:
-                best = (k, o, off)
-        if best is None:
+        o = self.tpl.cheapest_holding(self.reqs, self.idx, self.used)
+        off = o.offering_for(self.reqs) if o is not None else None
+        if o is None or off is None:
             raise RuntimeError(f"nodeclaim {self.name} has no launchable offering")
-        _, o, off = best
         self.fix(o, off)
 
     def fix(self, o: TypeOption, off: Offering) -> None:
