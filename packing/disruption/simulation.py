@@ -16,6 +16,7 @@ On a thousand-node cluster that turns each what-if from re-adding every running 
 
 from __future__ import annotations
 
+import bisect
 import copy
 import dataclasses
 from collections.abc import Collection, Iterable, Mapping, Sequence
@@ -305,16 +306,23 @@ class ClusterSim:
         ]
         if untainted:
             kind = {s.name: s.kind for s in self.inflight}
+
+            def rank(n: str) -> tuple[int, str]:
+                # Nodes by name, then in-flight NodeClaims by name (first_fit_matrix's order)
+                return (0 if kind.get(n, "Node") == "Node" else 1, n)
+
+            untainted.sort(key=rank)
             for keys, (_, m) in list(self._ff.items()):
-                names = self._ff_names[keys] + untainted
+                names = self._ff_names[keys]
+                at = [bisect.bisect_left(names, rank(n), key=rank) for n in untainted]
                 rows = np.array([self._row(n, keys) for n in untainted], dtype=np.int64).reshape(
                     len(untainted), len(keys)
                 )
-                # Nodes by name, then in-flight NodeClaims by name (first_fit_matrix's order)
-                order = sorted(range(len(names)), key=lambda i: (0 if kind.get(names[i], "Node") == "Node" else 1, names[i]))
-                grown = np.concatenate([m, rows])[order]
+                grown = np.insert(m, at, rows, axis=0)
                 grown.setflags(write=False)
-                new_names = [names[i] for i in order]
+                new_names = list(names)
+                for a, n in sorted(zip(at, untainted, strict=True), reverse=True):
+                    new_names.insert(a, n)
                 self._ff[keys] = ({n: r for r, n in enumerate(new_names)}, grown)
                 self._ff_names[keys] = new_names
         self._usage = None
