@@ -314,14 +314,14 @@ class ClusterSim:
             untainted.sort(key=rank)
             for keys, (_, m) in list(self._ff.items()):
                 names = self._ff_names[keys]
-                at = [bisect.bisect_left(names, rank(n), key=rank) for n in untainted]
+                places = [bisect.bisect_left(names, rank(n), key=rank) for n in untainted]
                 rows = np.array([self._row(n, keys) for n in untainted], dtype=np.int64).reshape(
                     len(untainted), len(keys)
                 )
-                grown = np.insert(m, at, rows, axis=0)
+                grown = np.insert(m, places, rows, axis=0)
                 grown.setflags(write=False)
                 new_names = list(names)
-                for a, n in sorted(zip(at, untainted, strict=True), reverse=True):
+                for a, n in sorted(zip(places, untainted, strict=True), reverse=True):
                     new_names.insert(a, n)
                 self._ff[keys] = ({n: r for r, n in enumerate(new_names)}, grown)
                 self._ff_names[keys] = new_names
