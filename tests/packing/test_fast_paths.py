@@ -3,6 +3,7 @@
 - the type-mix LP is solved over each pod cell's cheapest types only, and must reach the full LP's optimum;
 - bulk packing builds claims from per-bin numpy sums and cached option tables;
 - each claim's alternatives are listed a block of types at a time;
+- a claim finalizes on the first fitting type of a ranked table instead of a loop over every type;
 - the garbage collector is paused for a solve and restored after it.
 """
 
@@ -186,3 +187,50 @@ def test_resource_only_pods_are_placed_within_allocatable_and_limits_or_reported
             first = [(c.instance_type, [p.name for p in c.pods]) for c in r.nodeclaims]
         else:
             assert [(c.instance_type, [p.name for p in c.pods]) for c in r.nodeclaims] == first
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    seed=st.integers(0, 10_000),
+    zone=st.sampled_from([None, "us-east-1a", "us-east-1c"]),
+    ct=st.sampled_from([None, "spot", "on-demand"]),
+)
+def test_a_claim_finalizes_on_the_first_fitting_type_spot_first_then_price_then_name(
+    seed: int, zone: str | None, ct: str | None
+) -> None:
+    # cheapest_holding (one numpy pass over a ranked table) against the loop NodeClaim.finalize used to run
+    from packing.requirements import Requirement, Requirements
+    from packing.scheduling.scheduler import CAPACITY_TYPE_SPOT
+
+    rng = np.random.default_rng(seed)
+    types = [
+        it(f"t{i}", int(rng.choice([2, 4, 8, 16])), int(rng.choice([4, 8, 16, 32])), round(float(rng.uniform(0.05, 1)), 2),
+           zones=list(rng.choice(["us-east-1a", "us-east-1b", "us-east-1c"], size=int(rng.integers(1, 4)), replace=False)),
+           spot_factor=None if rng.random() < 0.3 else float(rng.choice([0.3, 0.5])))
+        for i in range(30)
+    ]
+    sched = Scheduler([NodePool("default")], types)
+    tpl = sched.templates(("cpu", "memory", "pods"))[0]
+    reqs = tpl.base
+    extra = []
+    if zone:
+        extra.append(Requirement.new("topology.kubernetes.io/zone", "In", [zone]))
+    if ct:
+        extra.append(Requirement.new("karpenter.sh/capacity-type", "In", [ct]))
+    if extra:
+        reqs = reqs.intersect(Requirements(extra))
+    viable = np.array([o.index for o in tpl.viable(reqs)], dtype=np.int64)
+    if not viable.size:
+        return
+    idx = viable[rng.random(viable.size) < 0.7] if viable.size > 1 else viable
+    used = (int(rng.integers(0, 8)) * 1000, int(rng.integers(0, 16)) * GIB, 1000)
+    best = None
+    for o in (tpl.options[i] for i in idx.tolist()):
+        off = o.offering_for(reqs)
+        if off is None or any(u > a for u, a in zip(used, o.alloc, strict=True)):
+            continue
+        k = (0 if off.capacity_type == CAPACITY_TYPE_SPOT else 1, off.price or 0.0, o.it.name)
+        if best is None or k < best[0]:
+            best = (k, o)
+    got = tpl.cheapest_holding(reqs, idx, used)
+    assert (got.it.name if got else None) == (best[1].it.name if best else None)
