@@ -253,21 +253,22 @@ class ClusterSim:
             idx = self._row_index.get(keys)
             if idx is None:
                 idx = self._row_index[keys] = {n: i for i, n in enumerate(names)}
-            rows = [(idx[n], n) for n in stale if n in idx]
-            if rows:
-                m = m.copy()
-                for r, n in rows:
-                    m[r] = self._row(n, keys)
-                m.setflags(write=False)
-                self._matrix[keys] = (names, m)
+            self._matrix[keys] = (names, self._patched(m, idx, stale, keys))
         for keys, (pos, m) in list(self._ff.items()):
-            rows = [(pos[n], n) for n in stale if n in pos]
-            if rows:
-                m = m.copy()
-                for r, n in rows:
-                    m[r] = self._row(n, keys)
-                m.setflags(write=False)
-                self._ff[keys] = (pos, m)
+            self._ff[keys] = (pos, self._patched(m, pos, stale, keys))
+
+    def _patched(
+        self, m: npt.NDArray[np.int64], pos: Mapping[str, int], stale: set[str], keys: tuple[str, ...]
+    ) -> npt.NDArray[np.int64]:
+        """`m` with the rows of the stale nodes it has recomputed (a new read-only array; `m` itself if none)."""
+        rows = [(pos[n], n) for n in stale if n in pos]
+        if not rows:
+            return m
+        m = m.copy()
+        for r, n in rows:
+            m[r] = self._row(n, keys)
+        m.setflags(write=False)
+        return m
 
     def _drop_rows(self, gone: set[str]) -> None:
         self._stale -= gone
