@@ -231,6 +231,11 @@ class _Engine:
         self._pdb_cache: dict[str, dict[str, int] | None] = {}
         self._potential_cache: dict[str, float] = {}
         self._ff_decides: dict[str, bool] = {}  # per pod key: see _first_fit_decides
+        # every per-node answer that holds until the node's pods change (_commit drops them for the nodes it touches)
+        self._node_caches: tuple[dict[str, Any], ...] = (
+            self._hard_cache, self._evict_cache, self._demand_cache, self._repackable_cache, self._gate_cache,
+            self._pdb_cache, self._potential_cache,
+        )
         self._by_price: tuple[npt.NDArray[np.float64], npt.NDArray[np.int64]] | None = None
         self._types: tuple[tuple[str, ...], npt.NDArray[np.int64], npt.NDArray[np.float64], list[str]] | None = None
 
@@ -455,13 +460,8 @@ class _Engine:
         self.new_nodes.update(renamed.values())
         self.touched.update(t for t in wi.targets.values())
         for n in (*names, *wi.targets.values()):
-            self._hard_cache.pop(n, None)
-            self._evict_cache.pop(n, None)
-            self._demand_cache.pop(n, None)
-            self._repackable_cache.pop(n, None)
-            self._gate_cache.pop(n, None)
-            self._pdb_cache.pop(n, None)
-            self._potential_cache.pop(n, None)
+            for cache in self._node_caches:
+                cache.pop(n, None)
         self.actions.append(action)
         return action
 
@@ -994,11 +994,7 @@ class _Engine:
         if any(self.sim.reserved_on.get(n) for n in names):
             return False  # those pending pods would have to move too: let the simulation place them
         pods = [p for n in names for p in self._pods(n)]
-        return bool(pods) and not any(
-            p.node_selector or p.required_terms or p.preferred_terms or p.tolerations or p.spread or p.affinity
-            or p.anti_affinity or p.preferred_affinity or p.preferred_anti_affinity or p.host_ports
-            for p in pods
-        )
+        return bool(pods) and all(self._unconstrained(p) for p in pods)
 
     def _first_fit_check(self, names: Sequence[str]) -> str | None:
         """For pods with no placement constraints at all, the simulation's existing-node step is plain first-fit:
@@ -1095,11 +1091,11 @@ class _Engine:
                 if self._first_fit_decides([*own, *bound]):
                     # most nodes of a pass fail this check once earlier deletes have taken the room: the index
                     # answers it without numpy, and is kept up to date as the deletes are applied
+                    keys = self._type_table()[0]
                     if index is None:
-                        keys = self._type_table()[0]
                         index = RoomIndex(self.sim.first_fit_names(keys), self.sim.first_fit_matrix(keys)[1])
                     moving = largest_first([*own, *bound])
-                    vecs = [p.requests.vector(self._type_table()[0]) for p in moving]
+                    vecs = [p.requests.vector(keys) for p in moving]
                     rows = index.place(n, vecs)
                     wi = None
                     if rows is not None:
@@ -1331,9 +1327,8 @@ class _Engine:
         did = False
         while True:
             found = None
-            for _, names in sorted(buckets.items(), key=lambda kv: (-potential[kv[1][0]], kv[0]) if kv[1] else (0.0, kv[0])):
-                if not names:
-                    continue
+            live = [(key, names) for key, names in buckets.items() if names]
+            for _, names in sorted(live, key=lambda kv: (-potential[kv[1][0]], kv[0])):
                 group = self._within_limits(names, REPACK_MAX_GROUP)
                 found = self._repack_search(group, demand, rates) if group else None
                 if found is not None or self.truncated:

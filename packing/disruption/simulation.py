@@ -19,7 +19,7 @@ from __future__ import annotations
 import bisect
 import copy
 import dataclasses
-from collections.abc import Collection, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -43,6 +43,11 @@ _USAGE_TAINT = Taint("loadmaster.dev/limit-usage", "", "NoSchedule")
 _ONE_NODE = Resources({"nodes": 1000})  # how limits count nodes
 
 __all__ = ["ClusterSim", "WhatIf"]
+
+
+def _untainted(spec: ExistingNodeSpec) -> bool:
+    """No NoSchedule or NoExecute taint: pods without tolerations (the only ones first-fit places) may land."""
+    return not any(t.effect in ("NoSchedule", "NoExecute") for t in spec.taints)
 
 
 def topology_selectors(pods: Iterable[Pod]) -> set[LabelSelector]:
@@ -283,11 +288,7 @@ class ClusterSim:
             names = self._ff_names[keys]
             keep = [i for i, n in enumerate(names) if n not in gone]
             if len(keep) != len(names):
-                new_names = [names[i] for i in keep]
-                kept = m[keep]
-                kept.setflags(write=False)
-                self._ff[keys] = ({n: r for r, n in enumerate(new_names)}, kept)
-                self._ff_names[keys] = new_names
+                self._set_ff(keys, [names[i] for i in keep], m[keep])
         self._usage = None
 
     def _insert_rows(self, added: Sequence[str]) -> None:
@@ -302,16 +303,9 @@ class ClusterSim:
             grown.setflags(write=False)
             self._matrix[keys] = ([*names[:at], *added, *names[at:]], grown)
         self._row_index.clear()
-        untainted = [
-            n for n in added if not any(t.effect in ("NoSchedule", "NoExecute") for t in self.specs[n].taints)
-        ]
+        untainted = [n for n in added if _untainted(self.specs[n])]
         if untainted:
-            kind = {s.name: s.kind for s in self.inflight}
-
-            def rank(n: str) -> tuple[int, str]:
-                # Nodes by name, then in-flight NodeClaims by name (first_fit_matrix's order)
-                return (0 if kind.get(n, "Node") == "Node" else 1, n)
-
+            rank = self._ff_rank()
             untainted.sort(key=rank)
             for keys, (_, m) in list(self._ff.items()):
                 names = self._ff_names[keys]
@@ -319,13 +313,10 @@ class ClusterSim:
                 rows = np.array([self._row(n, keys) for n in untainted], dtype=np.int64).reshape(
                     len(untainted), len(keys)
                 )
-                grown = np.insert(m, places, rows, axis=0)
-                grown.setflags(write=False)
                 new_names = list(names)
                 for a, n in sorted(zip(places, untainted, strict=True), reverse=True):
                     new_names.insert(a, n)
-                self._ff[keys] = ({n: r for r, n in enumerate(new_names)}, grown)
-                self._ff_names[keys] = new_names
+                self._set_ff(keys, new_names, np.insert(m, places, rows, axis=0))
         self._usage = None
 
     def _row(self, name: str, keys: tuple[str, ...]) -> list[int]:
@@ -343,19 +334,25 @@ class ClusterSim:
         hit = self._ff.get(keys)
         if hit is None:
             names, free = self.free_matrix(keys)
-            kind = {s.name: s.kind for s in self.inflight}
             specs = {s.name: s for s in self.inflight}
             specs.update(self.specs)
-            usable = [
-                i for i, n in enumerate(names)
-                if not any(t.effect in ("NoSchedule", "NoExecute") for t in specs[n].taints)
-            ]
-            usable.sort(key=lambda i: (0 if kind.get(names[i], "Node") == "Node" else 1, names[i]))
+            rank = self._ff_rank()
+            usable = [i for i, n in enumerate(names) if _untainted(specs[n])]
+            usable.sort(key=lambda i: rank(names[i]))
             m = free[usable] if usable else np.zeros((0, len(keys)), dtype=np.int64)
-            m.setflags(write=False)  # shared until the state changes: callers copy what they modify
-            hit = self._ff[keys] = ({names[i]: r for r, i in enumerate(usable)}, m)
-            self._ff_names[keys] = [names[i] for i in usable]
+            self._set_ff(keys, [names[i] for i in usable], m)
+            hit = self._ff[keys]
         return hit
+
+    def _ff_rank(self) -> Callable[[str], tuple[int, str]]:
+        """The order first-fit tries nodes in, as the Scheduler does: Nodes by name, then in-flight NodeClaims."""
+        kind = {s.name: s.kind for s in self.inflight}
+        return lambda n: (0 if kind.get(n, "Node") == "Node" else 1, n)
+
+    def _set_ff(self, keys: tuple[str, ...], names: list[str], m: npt.NDArray[np.int64]) -> None:
+        m.setflags(write=False)  # shared until the state changes: callers copy what they modify
+        self._ff[keys] = ({n: r for r, n in enumerate(names)}, m)
+        self._ff_names[keys] = names
 
     def first_fit_names(self, keys: tuple[str, ...]) -> list[str]:
         """The nodes of first_fit_matrix(keys), row by row."""
@@ -519,7 +516,7 @@ class ClusterSim:
             keep = {p.key for p in only}
             pods = [p for p in pods if p.key in keep]
         if not pods:
-            return WhatIf(Results(), evicted if only is not None else [], displaced=displaced if only is not None else [])
+            return WhatIf(Results(), evicted, displaced=displaced)
         usage = self._limit_usage()
         if self._usage_far_from_limits(usage, len(pods)):
             view = self._unlimited_scheduler()

@@ -257,15 +257,10 @@ class PoolTemplate:
             self._viable_cache[tr] = hit
         return hit
 
-    def ranked_alternatives(self, reqs: Requirements) -> tuple[npt.NDArray[np.int64], list[str]]:
-        """The viable options' allocatable (resources along the first axis) and names, in the order NodeClaims
-        list alternatives: spot first, then by price. It depends on the requirements alone (offerings do not
-        change within a template), so it is kept for later solves."""
-        alloc_t, names, _ = self._ranked(reqs)
-        return alloc_t, names
-
-    def _ranked(self, reqs: Requirements) -> tuple[npt.NDArray[np.int64], list[str], npt.NDArray[np.int64]]:
-        """ranked_alternatives, with the options' indices."""
+    def ranked(self, reqs: Requirements) -> tuple[npt.NDArray[np.int64], list[str], npt.NDArray[np.int64]]:
+        """The viable options' allocatable (resources along the first axis), names and indices, in the order
+        NodeClaims list alternatives and finalize on: spot first, then by price, then name. It depends on the
+        requirements alone (offerings do not change within a template), so it is kept for later solves."""
         hit = self._ranked_cache.get(reqs)
         if hit is None:
             ranked: list[tuple[int, float, str, int]] = []
@@ -287,7 +282,7 @@ class PoolTemplate:
     def cheapest_holding(self, reqs: Requirements, idx: npt.NDArray[np.int64], used: Vec) -> TypeOption | None:
         """The first option in ranked order (spot first, then price, then name) among `idx` whose allocatable
         holds `used` and that has an offering for `reqs`: what NodeClaim.finalize launches."""
-        alloc_t, _, order = self._ranked(reqs)
+        alloc_t, _, order = self.ranked(reqs)
         if not order.size:
             return None
         member = np.zeros(len(self.options), dtype=bool)
@@ -1393,7 +1388,7 @@ class _Solve:
         out: list[list[str]] = [[] for _ in claims]
         for members in groups.values():
             first = claims[members[0]]
-            ordered_alloc_t, tnames = first.tpl.ranked_alternatives(first.base_reqs)
+            ordered_alloc_t, tnames, _ = first.tpl.ranked(first.base_reqs)
             used_t = (
                 np.array([claims[i].used for i in members], dtype=np.int64)
                 .reshape(len(members), len(self.keys))
