@@ -52,21 +52,55 @@ def nodeclaim_object(claim: Any) -> dict[str, Any]:
     }
 
 
+def nodepool_documents(nodepools: Sequence[Any], problems: dict[str, str] | None = None) -> list[dict[str, Any]]:
+    """The Karpenter manifests of the NodePool rows that the engine's parser accepts. A row that cannot
+    be turned into a manifest, or whose manifest the parser refuses, is left out — one broken pool
+    must not stop the others — and named in ``problems`` (pool name -> why)."""
+    from console.fleet import manifests
+
+    docs = []
+    for pool in nodepools:
+        try:
+            doc = manifests.nodepool_to_manifest(pool.field_values())
+            kubeobjects._add_object(doc, Inputs())   # parsed here once, so a refusal is the pool's own
+        except Exception as exc:
+            what = str(exc) if isinstance(exc, kubeobjects.InputError) else f"{type(exc).__name__}: {exc}"
+            reason = f"its spec cannot be read by the engine ({what})"[:500]
+            log.warning("nodepool %s left out: %s", getattr(pool, "name", "?"), reason)
+            if problems is not None:
+                problems[str(getattr(pool, "name", "?"))] = reason
+            continue
+        docs.append(doc)
+    return docs
+
+
+def nodeclass_documents(nodeclasses: Sequence[Any]) -> list[dict[str, Any]]:
+    """The manifests of the EC2NodeClass rows that convert; a broken row is logged and left out."""
+    from console.fleet import manifests
+
+    docs = []
+    for nodeclass in nodeclasses:
+        try:
+            docs.append(manifests.nodeclass_to_manifest(nodeclass.field_values()))
+        except Exception as exc:
+            log.warning("ec2nodeclass %s left out: %s: %s", getattr(nodeclass, "name", "?"), type(exc).__name__, exc)
+    return docs
+
+
 def cluster_inputs(*, pods: Sequence[Mapping[str, Any]], nodes: Sequence[Mapping[str, Any]],
                    pdbs: Sequence[Mapping[str, Any]] = (), daemonsets: Sequence[Mapping[str, Any]] = (),
                    nodepools: Sequence[Any] = (), nodeclasses: Sequence[Any] = (),
-                   nodeclaims: Sequence[Any] = ()) -> Inputs:
+                   nodeclaims: Sequence[Any] = (), problems: dict[str, str] | None = None) -> Inputs:
     """Everything the provisioning engine needs, read by the same parser as `python -m packing plan`.
 
     NodePools and EC2NodeClasses go through their Karpenter manifests, so the loops see exactly what
-    an export would show; NodeClaims that have no Node yet count as in-flight capacity.
+    an export would show; NodeClaims that have no Node yet count as in-flight capacity. A NodePool
+    that cannot be converted is left out and named in ``problems`` (see nodepool_documents).
     """
-    from console.fleet import manifests
-
     inputs = Inputs()
     docs: list[Mapping[str, Any]] = [*pods, *nodes, *pdbs, *daemonsets]
-    docs += [manifests.nodepool_to_manifest(p.field_values()) for p in nodepools]
-    docs += [manifests.nodeclass_to_manifest(c.field_values()) for c in nodeclasses]
+    docs += nodepool_documents(nodepools, problems)
+    docs += nodeclass_documents(nodeclasses)
     docs += [nodeclaim_object(c) for c in nodeclaims]
     for doc in docs:
         try:

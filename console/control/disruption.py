@@ -15,7 +15,9 @@ what they would save, so the stranded-savings rule can time each block.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
+from collections.abc import Collection
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from decimal import Decimal
@@ -25,17 +27,18 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
+from console import adapters
 from console.alerts.services import stranded_moves_record
 from console.backends.base import CloudProvider, ClusterBackend, NodeNotFound
 from console.control.locks import LockBusy, loop_lock
-from console.control.models import DisruptionAction
+from console.control.models import DisruptionAction, NodePoolProblem
+from console.control.nodepool_problems import nodepool_problems_record
 from console.control.provisioning import _claim_name, engine_catalog, nodeclaim_launch
-from console.fleet import manifests
 from console.fleet.models import Decision, EC2NodeClass, NodeClaim, NodePool
 from packing import kubeobjects
 from packing.disruption.engine import consolidate
 from packing.disruption.inputs import Extras, _extra, build_cluster
-from packing.disruption.model import Cluster
+from packing.disruption.model import Cluster, Report
 
 log = logging.getLogger(__name__)
 
@@ -52,14 +55,17 @@ class DisruptOutcome:
     finished: str = ""
 
 
-def _engine_cluster(*, cluster: ClusterBackend, now: datetime) -> Cluster:
+def _engine_cluster(*, cluster: ClusterBackend, now: datetime, problems: dict[str, str] | None = None,
+                    leave_out: Collection[str] = ()) -> Cluster:
+    """The live cluster as the disruption engine reads it. NodePools that cannot be converted are left
+    out and named in ``problems``, as are the pools in ``leave_out``: their nodes then stay as they are."""
     pools = list(NodePool.objects.all())
     classes = list(EC2NodeClass.objects.all())
     pods, _ = cluster.list_pods()
     nodes, _ = cluster.list_nodes()
     docs: list[dict[str, Any]] = [*pods, *nodes, *cluster.list_pdbs(), *cluster.list_daemonsets()]
-    docs += [manifests.nodepool_to_manifest(p.field_values()) for p in pools]
-    docs += [manifests.nodeclass_to_manifest(c.field_values()) for c in classes]
+    docs += adapters.nodepool_documents([p for p in pools if p.name not in leave_out], problems)
+    docs += adapters.nodeclass_documents(classes)
     inputs = kubeobjects.Inputs()
     extras = Extras()
     for doc in docs:
@@ -70,6 +76,41 @@ def _engine_cluster(*, cluster: ClusterBackend, now: datetime) -> Cluster:
             log.warning("disrupt: skipping %s %s: %s", doc.get("kind"), (doc.get("metadata") or {}).get("name"), exc)
     catalog = engine_catalog(nodeclasses=classes, pools=pools, now=now)
     return build_cluster(inputs, extras, catalog)
+
+
+def _without_pools(engine_cluster: Cluster, names: Collection[str]) -> Cluster:
+    kept = [p for p in engine_cluster.nodepools if p.name not in names]
+    return dataclasses.replace(engine_cluster, nodepools=kept)
+
+
+def consolidate_contained(*, cluster: ClusterBackend, now: datetime,
+                          problems: dict[str, str]) -> tuple[Cluster, Report]:
+    """The disruption engine's report over the live cluster, with the pools it cannot use left out
+    (named in ``problems``) so that every other pool is still consolidated.
+
+    The engine names them itself (its report's ``unusable_nodepools``). Should a run still raise, each
+    pool is tried alone; the pools whose own run raises are left out and the engine runs on the rest.
+    If a run without any pool raises too, the fault is not a pool's and is raised."""
+    repack = settings.LOADMASTER_CONSOLIDATION_REPACK
+    engine_cluster = _engine_cluster(cluster=cluster, now=now, problems=problems)
+    try:
+        report = consolidate(engine_cluster, now, repack=repack)
+    except Exception as exc:
+        names = [p.name for p in engine_cluster.nodepools]
+        if not names:
+            raise
+        log.warning("disrupt: the engine failed (%s: %s); trying each NodePool on its own", type(exc).__name__, exc)
+        consolidate(_without_pools(engine_cluster, names), now, repack=repack)   # raises when no pool is to blame
+        for name in names:
+            try:
+                consolidate(_without_pools(engine_cluster, [n for n in names if n != name]), now, repack=repack)
+            except Exception as pool_exc:
+                problems[name] = f"the disruption engine fails on it ({type(pool_exc).__name__}: {pool_exc})"[:500]
+        engine_cluster = _without_pools(engine_cluster, problems)
+        report = consolidate(engine_cluster, now, repack=repack)
+    for name, reason in (getattr(report, "unusable_nodepools", None) or {}).items():
+        problems.setdefault(name, reason)
+    return engine_cluster, report
 
 
 def _claims_for(node_names: list[str]) -> list[NodeClaim]:
@@ -83,12 +124,18 @@ def _finish(action: DisruptionAction, state: str, outcome: str, now: datetime) -
 
 def _abort(action: DisruptionAction, cluster: ClusterBackend, cloud: CloudProvider, now: datetime, why: str) -> None:
     # Give the nodes back: remove our taint so pods may land there again.
+    leaving = set(NodeClaim.objects.active().filter(node_name__in=action.nodes, deletion_requested_at__isnull=False)
+                  .values_list("node_name", flat=True))
     for name in action.nodes:
+        if name in leaving:
+            continue
         try:
             cluster.uncordon(name)
         except NodeNotFound:
             continue
-    NodeClaim.objects.filter(node_name__in=action.nodes, terminated_at__isnull=True).update(disrupting_at=None)
+    # A claim on its way out for another reason (its NodePool was deleted, it was interrupted) stays so.
+    NodeClaim.objects.filter(node_name__in=action.nodes, terminated_at__isnull=True,
+                             deletion_requested_at__isnull=True).update(disrupting_at=None)
     # Replacements already launched would otherwise run empty, and be paid for, until emptiness finds them.
     leftovers = list(NodeClaim.objects.filter(name__in=action.replacement_claims, terminated_at__isnull=True))
     if leftovers:
@@ -238,8 +285,9 @@ def disrupt_run(*, cluster: ClusterBackend, cloud: CloudProvider, now: datetime 
             action = DisruptionAction.objects.exclude(
                 state__in=[DisruptionAction.DONE, DisruptionAction.FAILED]).order_by("created_at").first()
             if action is None:
-                engine_cluster = _engine_cluster(cluster=cluster, now=now)
-                report = consolidate(engine_cluster, now, repack=settings.LOADMASTER_CONSOLIDATION_REPACK)
+                problems: dict[str, str] = {}
+                engine_cluster, report = consolidate_contained(cluster=cluster, now=now, problems=problems)
+                nodepool_problems_record(loop=NodePoolProblem.DISRUPT, problems=problems, now=now)
                 stranded_moves_record(report=report, nodepools={n.name: n.nodepool or "" for n in engine_cluster.nodes},
                                       now=now)
                 if not report.actions:

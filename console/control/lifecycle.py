@@ -8,9 +8,16 @@ garbage collection: an instance tagged for this cluster that no live NodeClaim o
 grace period, is terminated (it is what a worker killed mid-launch leaves behind); a claim whose
 instance is gone is marked terminated.
 
-interruptions: a spot interruption (or a scheduled stop) cordons and drains the node at once, so the
-pods go pending and the provision loop replaces the capacity before the two-minute notice runs out;
-the offering is marked unavailable so the replacement goes elsewhere.
+interruptions: a spot interruption (or a scheduled change, or the instance stopping or terminating)
+marks the NodeClaim for deletion, as Karpenter deletes an interrupted NodeClaim, and cordons and drains
+the node at once, so the pods go pending and the provision loop replaces the capacity before the
+two-minute notice runs out; the offering is marked unavailable so the replacement goes elsewhere. The
+termination step (console.control.termination) then deletes the node and terminates the instance.
+Handling is idempotent: a repeated message, or a node already gone (the instance was reclaimed), is
+the expected end, not an error.
+
+termination: every lifecycle tick moves the NodeClaims marked for deletion (their NodePool was deleted,
+or they were interrupted) on towards termination.
 """
 
 from __future__ import annotations
@@ -23,9 +30,11 @@ from typing import Any
 from django.conf import settings
 from django.utils import timezone
 
-from console.backends.base import CloudProvider, ClusterBackend, LaunchOption, NodeNotFound
+from console.backends.base import CloudEvent, CloudProvider, ClusterBackend, LaunchOption, NodeNotFound
 from console.control.provisioning import offering_mark_unavailable
+from console.control.termination import TerminationOutcome, node_drain, termination_run
 from console.fleet.models import Decision, NodeClaim
+from console.fleet.services import nodeclaims_mark_for_deletion
 
 log = logging.getLogger(__name__)
 
@@ -40,6 +49,7 @@ class LifecycleOutcome:
     initialized: list[str] = field(default_factory=list)
     adopted: list[str] = field(default_factory=list)
     timed_out: list[str] = field(default_factory=list)
+    termination: TerminationOutcome = field(default_factory=TerminationOutcome)
 
 
 def _node_ready(node: dict[str, Any]) -> bool:
@@ -98,9 +108,13 @@ def lifecycle_run(*, cluster: ClusterBackend, cloud: CloudProvider, now: datetim
         except NodeNotFound:
             continue  # garbage collection decides what a vanished node means
         if _node_ready(node) and _startup_taints_gone(node, claim):
-            cluster.mark_initialized(claim.node_name)
+            try:
+                cluster.mark_initialized(claim.node_name)
+            except NodeNotFound:
+                continue
             NodeClaim.objects.filter(pk=claim.pk).update(initialized_at=now)
             outcome.initialized.append(claim.name)
+    outcome.termination = termination_run(cluster=cluster, cloud=cloud, now=now)
     return outcome
 
 
@@ -147,6 +161,15 @@ class InterruptionOutcome:
     ignored: int = 0
 
 
+# Why a NodeClaim is removed after each kind of event (its deletion_reason).
+_EVENT_REASONS = {"spot_interruption": "spot interruption", "scheduled_change": "scheduled maintenance",
+                  "state_change": "instance {state}"}
+
+
+def _event_reason(event: CloudEvent) -> str:
+    return _EVENT_REASONS[event.kind].format(state=event.detail.get("state") or "stopped")
+
+
 def interruption_run(*, cluster: ClusterBackend, cloud: CloudProvider, now: datetime | None = None,
                      max_events: int = 10) -> InterruptionOutcome:
     now = now or timezone.now()
@@ -154,29 +177,49 @@ def interruption_run(*, cluster: ClusterBackend, cloud: CloudProvider, now: date
     for event in cloud.poll_events(max_events):
         claim = NodeClaim.objects.active().filter(instance_id=event.instance_id).first()
         if claim is None or event.kind == "rebalance":
-            # Rebalance recommendations are advisory (Karpenter ignores them by default).
+            # Rebalance recommendations are advisory (Karpenter ignores them by default); an instance no
+            # live NodeClaim owns (already terminated, or not ours) needs nothing more.
             outcome.ignored += 1
             cloud.ack(event)
             continue
-        if event.kind == "spot_interruption":
-            offering_mark_unavailable(options=[LaunchOption(claim.instance_type, claim.zone, "spot",  # type: ignore[arg-type]
-                                                            float(claim.price_per_hour or 0))],
-                                      reason="SpotInterruption", now=now)
-        if claim.node_name:
-            cluster.cordon(claim.node_name)
-            for pod in cluster.pods_on_node(claim.node_name):
-                meta = pod.get("metadata") or {}
-                owners = meta.get("ownerReferences") or []
-                if any(o.get("kind") == "DaemonSet" for o in owners):
-                    continue
-                cluster.evict(meta.get("namespace") or "default", meta["name"])
-        NodeClaim.objects.filter(pk=claim.pk).update(disrupting_at=now)
-        Decision.objects.create(
-            at=now, kind=Decision.INTERRUPTION, nodepool=claim.nodepool, nodepool_name=claim.nodepool_name,
-            nodes=[claim.name], cost_before=claim.price_per_hour,
-            why=f"{event.kind.replace('_', ' ')} for {claim.instance_id} ({claim.instance_type}, {claim.zone}): "
-                f"node {claim.node_name or '(not registered)'} cordoned and drained; its pods are re-provisioned",
-            details={"event": event.kind, "instance_id": event.instance_id})
+        try:
+            _interrupted(claim, event, cluster, now)
+        except Exception:  # left on the queue: it comes back after the visibility timeout
+            log.exception("interruption %s for %s: handling failed; retried", event.kind, event.instance_id)
+            continue
         outcome.handled.append(claim.name)
         cloud.ack(event)
     return outcome
+
+
+def _interrupted(claim: NodeClaim, event: CloudEvent, cluster: ClusterBackend, now: datetime) -> None:
+    first = claim.deletion_requested_at is None
+    if event.kind == "spot_interruption":
+        offering_mark_unavailable(options=[LaunchOption(claim.instance_type, claim.zone, "spot",  # type: ignore[arg-type]
+                                                        float(claim.price_per_hour or 0))],
+                                  reason="SpotInterruption", now=now)
+    nodeclaims_mark_for_deletion(claims=NodeClaim.objects.filter(pk=claim.pk), reason=_event_reason(event), now=now)
+    NodeClaim.objects.filter(pk=claim.pk, disrupting_at__isnull=True).update(disrupting_at=now)
+    # Drain now, not at the next lifecycle tick: the notice is short. A node already gone (the
+    # instance was reclaimed or stopped) has nothing left to drain.
+    node_gone = False
+    if claim.node_name:
+        try:
+            cluster.get_node(claim.node_name)
+        except NodeNotFound:
+            node_gone = True
+        else:
+            node_drain(cluster=cluster, node_name=claim.node_name)
+    if not first:
+        log.info("%s for %s: NodeClaim %s is already being removed", event.kind, claim.instance_id, claim.name)
+        return
+    if node_gone or not claim.node_name:
+        what = f"node {claim.node_name} is already gone" if node_gone else "it has no node yet"
+    else:
+        what = f"node {claim.node_name} cordoned and drained; its pods are re-provisioned"
+    Decision.objects.create(
+        at=now, kind=Decision.INTERRUPTION, nodepool=claim.nodepool, nodepool_name=claim.nodepool_name,
+        nodes=[claim.name], cost_before=claim.price_per_hour,
+        why=f"{event.kind.replace('_', ' ')} for {claim.instance_id} ({claim.instance_type}, {claim.zone}): "
+            f"{what}; the NodeClaim is terminated",
+        details={"event": event.kind, "instance_id": event.instance_id})

@@ -103,3 +103,27 @@ class DisruptionAction(models.Model):
 
     def __str__(self) -> str:
         return f"{self.type} {','.join(self.nodes)} ({self.state})"
+
+
+class NodePoolProblem(models.Model):
+    """A NodePool a control loop could not use on its last run (its rows could not be turned into
+    engine objects, or the engine reported it unusable), with why. The loop keeps serving every other
+    pool; the row goes when the pool is usable again. Read by the pool's page and by /metrics
+    (``loadmaster_nodepool_unusable``)."""
+
+    PROVISION = "provision"
+    DISRUPT = "disrupt"
+    LOOPS = [(PROVISION, "provision"), (DISRUPT, "disrupt")]
+
+    nodepool = models.CharField(max_length=63)
+    loop = models.CharField(max_length=16, choices=LOOPS)
+    reason = models.TextField()
+    since = models.DateTimeField()       # first run that found this reason
+    seen_at = models.DateTimeField()     # last run that found it
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["nodepool", "loop"], name="one_problem_per_pool_and_loop")]
+        ordering = ["nodepool", "loop"]
+
+    def __str__(self) -> str:
+        return f"{self.nodepool} unusable for {self.loop}: {self.reason}"

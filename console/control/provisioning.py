@@ -26,10 +26,15 @@ from console import adapters
 from console.backends.aws import launch_with_fallback
 from console.backends.base import CloudProvider, ClusterBackend, LaunchError, LaunchOption, LaunchRequest
 from console.control.locks import LockBusy, loop_lock
-from console.control.models import UnavailableOffering
+from console.control.models import NodePoolProblem, UnavailableOffering
+from console.control.nodepool_problems import nodepool_problems_record
 from console.fleet.models import Decision, EC2NodeClass, NodeClaim, NodePool
+from packing.bound import lower_bound
 from packing.instancetype import InstanceType
-from packing.plan_cli import plan_from_inputs
+from packing.kubeobjects import Inputs, expand_workloads, inflight_claims
+from packing.nodepool import ExistingNodeSpec
+from packing.nodepool import NodePool as EnginePool
+from packing.scheduling.scheduler import Results, Scheduler
 
 log = logging.getLogger(__name__)
 
@@ -44,6 +49,7 @@ class ProvisionOutcome:
     launched: list[str] = field(default_factory=list)
     failed: dict[str, str] = field(default_factory=dict)
     unschedulable: int = 0
+    unusable: dict[str, str] = field(default_factory=dict)    # NodePools left out of this run, with why
 
 
 def _money(value: float | None) -> Decimal | None:
@@ -135,11 +141,12 @@ def _save_plan(results: Any, pools_by_name: dict[str, NodePool], catalog: Sequen
 
 
 def nodeclaim_launch(*, claim: NodeClaim, cloud: CloudProvider, catalog: Sequence[InstanceType],
-                     now: datetime | None = None, pods: Sequence[str] = (), why: str = "") -> str:
+                     now: datetime | None = None, pods: Sequence[str] = (), why: str = "",
+                     details: dict[str, Any] | None = None) -> str:
     """Launch one claim. Returns "launched", "failed", "retry" or "taken" (another worker has it)."""
     now = now or timezone.now()
-    won = NodeClaim.objects.filter(pk=claim.pk, launch_started_at__isnull=True,
-                                   terminated_at__isnull=True).update(launch_started_at=now)
+    won = NodeClaim.objects.filter(pk=claim.pk, launch_started_at__isnull=True, terminated_at__isnull=True,
+                                   deletion_requested_at__isnull=True).update(launch_started_at=now)
     if not won:
         return "taken"
     claim.refresh_from_db()
@@ -176,7 +183,7 @@ def nodeclaim_launch(*, claim: NodeClaim, cloud: CloudProvider, catalog: Sequenc
         at=now, kind=Decision.LAUNCH, nodepool=claim.nodepool, nodepool_name=claim.nodepool_name,
         nodes=[claim.name], pods=list(pods), cost_before=None, cost_after=claim.price_per_hour,
         why=why or f"launched {instance.instance_type} ({instance.capacity_type}, {instance.zone}) as {claim.name}",
-        details={"instance_id": instance.instance_id, "options": len(options)},
+        details={"instance_id": instance.instance_id, "options": len(options), **(details or {})},
     )
     return "launched"
 
@@ -204,28 +211,35 @@ def _provision(cluster: ClusterBackend, cloud: CloudProvider, now: datetime) -> 
     classes = list(EC2NodeClass.objects.all())
     catalog = engine_catalog(nodeclasses=classes, pools=pools, now=now)
     # Claims a previous run saved but could not launch (crash, retryable error) go first.
-    for claim in NodeClaim.objects.filter(launch_started_at__isnull=True, terminated_at__isnull=True):
+    for claim in NodeClaim.objects.filter(launch_started_at__isnull=True, terminated_at__isnull=True,
+                                          deletion_requested_at__isnull=True):
         _tally(outcome, claim.name, nodeclaim_launch(claim=claim, cloud=cloud, catalog=catalog, now=now))
 
     pods, _ = cluster.list_pods()
     nodes, _ = cluster.list_nodes()
-    inflight = NodeClaim.objects.active().filter(registered_at__isnull=True)
+    # Claims on their way out (deleted NodePool, interruption) are no capacity to plan on.
+    inflight = NodeClaim.objects.active().filter(registered_at__isnull=True, deletion_requested_at__isnull=True)
+    problems: dict[str, str] = {}
     inputs = adapters.cluster_inputs(pods=pods, nodes=nodes, pdbs=cluster.list_pdbs(),
                                      daemonsets=cluster.list_daemonsets(), nodepools=pools,
-                                     nodeclasses=classes, nodeclaims=inflight)
+                                     nodeclasses=classes, nodeclaims=inflight, problems=problems)
     # Only pods the scheduler gave up on; a pod merely not yet scheduled may still land on a node.
     pending_keys = {f"{p['metadata'].get('namespace') or 'default'}/{p['metadata']['name']}"
                     for p in cluster.pending_pods()}
     inputs.pending = [p for p in inputs.pending if p.key in pending_keys]
     outcome.pending = len(inputs.pending)
     if not inputs.pending or not pools:
+        # No solve: only what the adapters found is known; what the engine reported earlier stays.
+        nodepool_problems_record(loop=NodePoolProblem.PROVISION, problems=problems, now=now, complete=False)
         return outcome
-    results = plan_from_inputs(inputs, catalog)
+    results, sched = plan_contained(inputs, catalog, problems)
+    nodepool_problems_record(loop=NodePoolProblem.PROVISION, problems=problems, now=now)
+    outcome.unusable = dict(problems)
     pools_by_name = {p.name: p for p in pools}
     _record_unschedulable(results, pools_by_name, now)
     outcome.unschedulable = len(results.unschedulable)
-    bound = f"; plan ${results.cost_per_hour:.4f}/h, lower bound ${results.lower_bound:.4f}/h" \
-        if results.lower_bound is not None else ""
+    lower = launch_lower_bound(sched, results)
+    bound = f"; plan ${results.cost_per_hour:.4f}/h, lower bound ${lower:.4f}/h" if lower is not None else ""
     for claim in _save_plan(results, pools_by_name, catalog, now):
         outcome.planned.append(claim.name)
         pods = claim._planned_pods  # type: ignore[attr-defined]
@@ -234,8 +248,63 @@ def _provision(cluster: ClusterBackend, cloud: CloudProvider, now: datetime) -> 
                f"{' (estimated spot price)' if claim.price_source == 'estimate' else ''}: cheapest of "
                f"{len(claim.instance_type_options)} compatible type(s) in nodepool {claim.nodepool_name}{bound}")
         _tally(outcome, claim.name, nodeclaim_launch(claim=claim, cloud=cloud, catalog=catalog, now=now,
-                                                     pods=pods, why=why))
+                                                     pods=pods, why=why,
+                                                     details={"plan_cost_per_hour": results.cost_per_hour,
+                                                              "lower_bound_per_hour": lower}))
     return outcome
+
+
+def launch_lower_bound(sched: Scheduler, results: Results) -> float | None:
+    """The engine's lower bound ($/h) on any set of new nodes for the pods this plan launches nodes for.
+
+    Not ``Results.lower_bound``: that one covers every pod the plan placed and lets them use the free
+    room of all existing nodes pooled together (a relaxation), so pods that fit on no existing node but
+    add up to less than the fragments get a bound of $0. The pods on new NodeClaims did not fit on an
+    existing node, so their bound is taken over new capacity alone. None when it cannot be computed."""
+    if not results.nodeclaims:
+        return 0.0
+    try:
+        return float(lower_bound(sched, Results(nodeclaims=list(results.nodeclaims)), []))
+    except Exception:  # a bound is an explanation, never a reason not to launch
+        log.warning("lower bound of the launch could not be computed", exc_info=True)
+        return None
+
+
+def _solve(inputs: Inputs, catalog: Sequence[InstanceType], pools: Sequence[EnginePool]) -> tuple[Results, Scheduler]:
+    existing: list[ExistingNodeSpec] = [*inputs.nodes, *inflight_claims(inputs, catalog)]
+    sched = Scheduler(pools, catalog, existing, inputs.running, inputs.daemonsets)
+    return sched.solve(inputs.pending), sched
+
+
+def plan_contained(inputs: Inputs, catalog: Sequence[InstanceType],
+                   problems: dict[str, str]) -> tuple[Results, Scheduler]:
+    """The engine's plan, with the pools it cannot use left out and named in ``problems``.
+
+    The engine names them itself (``Results.unusable_nodepools``). Should a solve still raise, each
+    pool is tried on its own: the pools whose own solve raises are left out and the plan is made with
+    the rest. If a solve without any pool raises too, the fault is not a pool's and is raised."""
+    expand_workloads(inputs)
+    pools = list(inputs.nodepools)
+    try:
+        results, sched = _solve(inputs, catalog, pools)
+    except Exception as exc:
+        if not pools:
+            raise
+        log.warning("provision: the plan failed (%s: %s); trying each NodePool on its own",
+                    type(exc).__name__, exc)
+        _solve(inputs, catalog, [])      # raises when no pool is to blame
+        good = []
+        for pool in pools:
+            try:
+                _solve(inputs, catalog, [pool])
+            except Exception as pool_exc:
+                problems[pool.name] = (f"the engine fails on it ({type(pool_exc).__name__}: {pool_exc})")[:500]
+            else:
+                good.append(pool)
+        results, sched = _solve(inputs, catalog, good)
+    for name, reason in (getattr(results, "unusable_nodepools", None) or {}).items():
+        problems.setdefault(name, reason)
+    return results, sched
 
 
 def _tally(outcome: ProvisionOutcome, name: str, result: str) -> None:

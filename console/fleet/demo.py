@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 import zlib
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import timedelta
 from decimal import Decimal
@@ -20,7 +21,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from console.fleet import services
-from console.fleet.models import Decision, NodeClaim, NodePool
+from console.fleet.models import Decision, EC2NodeClass, NodeClaim, NodePool
 
 logger = logging.getLogger(__name__)
 
@@ -142,10 +143,25 @@ def _simulated_instance(claim: NodeClaim, pool: str) -> Any:
         labels=claim.labels, taints=list(claim.taints or [])))
 
 
+def fleet_is_empty() -> bool:
+    """No NodePool, EC2NodeClass or NodeClaim: the demo may be loaded. Anything left — even claims of
+    deleted pools still draining — means an operator has used the fleet, and a restart of the demo must
+    neither undo their deletions nor collide with the names still in use."""
+    return not (NodePool.objects.exists() or EC2NodeClass.objects.exists() or NodeClaim.objects.exists())
+
+
+def claim_labels(pool: Mapping[str, Any], instance_type: str, capacity_type: str, zone: str) -> dict[str, str]:
+    """The labels a NodeClaim of this pool gets at launch: the pool template's labels and the
+    well-known ones. The seeded nodes carry them, so drift does not find them changed."""
+    return {**{str(k): str(v) for k, v in (pool.get("template_labels") or {}).items()},
+            "karpenter.sh/nodepool": str(pool["name"]), "node.kubernetes.io/instance-type": instance_type,
+            "karpenter.sh/capacity-type": capacity_type, "topology.kubernetes.io/zone": zone}
+
+
 @transaction.atomic
 def demo_load(*, user: Any = None) -> bool:
-    """Load the demo fleet unless NodePools already exist. Returns whether anything was loaded."""
-    if NodePool.objects.exists():
+    """Load the demo fleet into an empty fleet (see fleet_is_empty). Returns whether it was loaded."""
+    if not fleet_is_empty():
         return False
     services.nodeclass_create(values=NODECLASS, user=user, source="demo")
     pools = {spec["name"]: services.nodepool_create(values=spec, user=user, source="demo") for spec in NODEPOOLS}
@@ -163,8 +179,7 @@ def demo_load(*, user: Any = None) -> bool:
             instance_type_options=[itype], capacity_type=capacity, zone=zone, price_per_hour=price,
             price_source=offer.price_source, capacity=offer.capacity, allocatable=offer.allocatable,
             created_at=created, taints=list(pool_specs[pool].get("taints") or []),
-            labels={"karpenter.sh/nodepool": pool, "node.kubernetes.io/instance-type": itype,
-                    "karpenter.sh/capacity-type": capacity, "topology.kubernetes.io/zone": zone},
+            labels=claim_labels(pool_specs[pool], itype, capacity, zone),
         )
         simulated = settings.LOADMASTER_CLOUD == "simulated" and state != "terminated"
         if simulated:

@@ -159,6 +159,14 @@ class NodeClaim(models.Model):
     disrupting_at = models.DateTimeField(null=True, blank=True)
     terminated_at = models.DateTimeField(null=True, blank=True)
     termination_reason = models.CharField(max_length=255, blank=True, default="")
+    # Set when the claim is to be removed whatever the disruption engine thinks (its NodePool was
+    # deleted, its instance is being interrupted): the lifecycle loop cordons the node, drains it through
+    # evictions (PodDisruptionBudgets respected), deletes it and terminates the instance, as Karpenter's
+    # termination controller does for a NodeClaim with a deletionTimestamp.
+    deletion_requested_at = models.DateTimeField(null=True, blank=True)
+    deletion_reason = models.CharField(max_length=255, blank=True, default="")
+    # What its termination waits for now ("1 eviction(s) blocked by PodDisruptionBudgets"), "" if nothing.
+    deletion_status = models.CharField(max_length=255, blank=True, default="")
 
     objects = NodeClaimQuerySet.as_manager()
 
@@ -171,6 +179,16 @@ class NodeClaim(models.Model):
 
     def get_absolute_url(self) -> str:
         return reverse("fleet:nodeclaim-detail", args=[self.name])
+
+    @property
+    def nodepool_deleted(self) -> bool:
+        """Its NodePool no longer exists (the row was deleted; ``nodepool_name`` keeps its name)."""
+        return self.nodepool_id is None and bool(self.nodepool_name)
+
+    @property
+    def being_removed(self) -> bool:
+        """Still running, but on its way out (drained, then terminated) whatever consolidation decides."""
+        return self.terminated_at is None and self.deletion_requested_at is not None
 
     @property
     def state(self) -> str:

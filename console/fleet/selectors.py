@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any
 
-from django.db.models import QuerySet
+from django.db.models import Q, QuerySet
 
 from console.fleet.models import ChangeRecord, Decision, EC2NodeClass, NodeClaim, NodePool
 from packing.quantity import QuantityError, format_quantity, parse_quantity
@@ -21,6 +21,8 @@ class PoolUsage:
     cost_per_hour: Decimal
     usage: dict[str, int]            # milli-units of node capacity launched (what limits count)
     limits: dict[str, int | None]    # milli-units, None where the pool sets no limit
+    # Why a control loop could not use the pool on its last run (console.control.models.NodePoolProblem).
+    problems: list[Any] = field(default_factory=list)
 
     def rows(self) -> list[dict[str, Any]]:
         out = []
@@ -36,6 +38,10 @@ class PoolUsage:
         return out
 
 
+# A claim marked for removal when its NodePool row was deleted (the FK was nulled by the deletion).
+_OF_DELETED_POOL = Q(nodepool__isnull=True, deletion_requested_at__isnull=False)
+
+
 def _quantity(value: Any) -> int:
     try:
         return parse_quantity(value)
@@ -45,11 +51,18 @@ def _quantity(value: Any) -> int:
 
 def nodepool_list(*, queryset: QuerySet[NodePool] | None = None) -> list[PoolUsage]:
     pools = list(queryset if queryset is not None else NodePool.objects.all())
-    claims = NodeClaim.objects.active().filter(nodepool_name__in=[p.name for p in pools]).values(
-        "nodepool_name", "capacity", "allocatable", "price_per_hour")
+    # The claims of a deleted pool still draining are not a new pool's of the same name (they are
+    # listed by deleted_nodepools()).
+    claims = NodeClaim.objects.active().filter(nodepool_name__in=[p.name for p in pools]).exclude(
+        _OF_DELETED_POOL).values("nodepool_name", "capacity", "allocatable", "price_per_hour")
     per_pool: dict[str, list[dict[str, Any]]] = {}
     for claim in claims:
         per_pool.setdefault(claim["nodepool_name"], []).append(claim)
+    from console.control.models import NodePoolProblem
+
+    problems: dict[str, list[NodePoolProblem]] = {}
+    for problem in NodePoolProblem.objects.filter(nodepool__in=[p.name for p in pools]):
+        problems.setdefault(problem.nodepool, []).append(problem)
     result = []
     for pool in pools:
         usage: dict[str, int] = {}
@@ -63,8 +76,56 @@ def nodepool_list(*, queryset: QuerySet[NodePool] | None = None) -> list[PoolUsa
             limits[resource] = _quantity(quantity)
         nodes = len(per_pool.get(pool.name, []))
         usage["nodes"] = nodes * 1000
-        result.append(PoolUsage(pool, nodes, cost, usage, limits))
+        result.append(PoolUsage(pool, nodes, cost, usage, limits, problems.get(pool.name, [])))
     return result
+
+
+@dataclass
+class DeletedPoolNodes:
+    """Live NodeClaims of a NodePool that was deleted: being drained and terminated, still billed."""
+
+    name: str
+    nodes: int
+    cost_per_hour: Decimal
+    unpriced: int                    # claims whose price is unknown (not in cost_per_hour)
+    names: list[str]
+
+
+def _deleted_rows(claims: QuerySet[NodeClaim]) -> dict[str, DeletedPoolNodes]:
+    rows: dict[str, DeletedPoolNodes] = {}
+    for name, claim_name, price in claims.order_by("nodepool_name", "name").values_list(
+            "nodepool_name", "name", "price_per_hour"):
+        row = rows.setdefault(name, DeletedPoolNodes(name, 0, Decimal(0), 0, []))
+        row.nodes += 1
+        row.names.append(claim_name)
+        if price is None:
+            row.unpriced += 1
+        else:
+            row.cost_per_hour += price
+    return rows
+
+
+def deleted_nodepools() -> list[DeletedPoolNodes]:
+    """One row per deleted NodePool that still has live NodeClaims (shown as "NodePool deleted")."""
+    orphans = NodeClaim.objects.active().filter(nodepool__isnull=True).filter(
+        _OF_DELETED_POOL | ~Q(nodepool_name__in=NodePool.objects.values("name")))
+    return list(_deleted_rows(orphans).values())
+
+
+def nodepool_live_claims(*, nodepool: NodePool) -> QuerySet[NodeClaim]:
+    """The pool's live NodeClaims: by the row, or by name for a claim saved without one."""
+    return NodeClaim.objects.active().filter(
+        Q(nodepool=nodepool) | Q(nodepool__isnull=True, nodepool_name=nodepool.name)).exclude(_OF_DELETED_POOL)
+
+
+def nodepool_deletion_impact(*, nodepool: NodePool) -> DeletedPoolNodes:
+    """What deleting this NodePool removes: its live NodeClaims and what they cost per hour."""
+    rows = _deleted_rows(nodepool_live_claims(nodepool=nodepool))
+    return rows.get(nodepool.name) or DeletedPoolNodes(nodepool.name, 0, Decimal(0), 0, [])
+
+
+def fleet_cost_per_hour(*, usages: list[PoolUsage], deleted: list[DeletedPoolNodes]) -> Decimal:
+    return sum((u.cost_per_hour for u in usages), Decimal(0)) + sum((d.cost_per_hour for d in deleted), Decimal(0))
 
 
 def nodepool_usage(*, nodepool: NodePool) -> PoolUsage:

@@ -7,15 +7,19 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from datetime import datetime
+from decimal import Decimal
 from typing import Any
 
 import yaml
 from django.core.exceptions import ValidationError
 from django.db import transaction
+from django.db.models import QuerySet
 from django.utils import timezone
 
 from console.fleet import manifests
-from console.fleet.models import ChangeRecord, EC2NodeClass, NodePool
+from console.fleet.models import ChangeRecord, Decision, EC2NodeClass, NodeClaim, NodePool
+from console.fleet.selectors import nodepool_deletion_impact, nodepool_live_claims
 
 _KINDS: dict[str, tuple[type[NodePool] | type[EC2NodeClass], str]] = {
     manifests.NODEPOOL_KIND: (NodePool, ChangeRecord.NODEPOOL),
@@ -85,11 +89,38 @@ def nodepool_update(*, nodepool: NodePool, values: Mapping[str, Any], user: Any,
     return pool
 
 
+def nodeclaims_mark_for_deletion(*, claims: QuerySet[NodeClaim], reason: str, now: datetime | None = None) -> int:
+    """Ask for these NodeClaims to be removed: the lifecycle loop's termination step cordons, drains
+    (evictions, PodDisruptionBudgets respected) and terminates them. Claims already on their way out
+    keep their first reason. Returns how many were marked."""
+    now = now or timezone.now()
+    return claims.filter(terminated_at__isnull=True, deletion_requested_at__isnull=True).update(
+        deletion_requested_at=now, deletion_reason=reason[:255])
+
+
 @transaction.atomic
-def nodepool_delete(*, nodepool: NodePool, user: Any, source: str = "form") -> None:
+def nodepool_delete(*, nodepool: NodePool, user: Any, source: str = "form") -> int:
+    """Delete the NodePool; as in Karpenter (NodeClaims are owned by their NodePool), its NodeClaims
+    are then cordoned, drained and terminated by the lifecycle loop. They survive the pool's row
+    (``nodepool`` becomes null, ``nodepool_name`` stays) until they are gone. Returns how many
+    NodeClaims are to be removed."""
     before = _manifest(nodepool)
     _record(nodepool, action="deleted", before=before, user=user, source=source)
+    now = timezone.now()
+    impact = nodepool_deletion_impact(nodepool=nodepool)
+    marked = nodeclaims_mark_for_deletion(claims=nodepool_live_claims(nodepool=nodepool),
+                                          reason=f"nodepool {nodepool.name} deleted", now=now)
+    if impact.nodes:
+        who = getattr(user, "username", "") or "system"
+        Decision.objects.create(
+            at=now, kind=Decision.DISRUPTION, nodepool_name=nodepool.name, nodes=impact.names,
+            cost_before=impact.cost_per_hour, cost_after=Decimal(0),
+            why=f"nodepool {nodepool.name} deleted by {who} ({source}): its {impact.nodes} NodeClaim(s) "
+                f"(${impact.cost_per_hour:.4f}/h{', some unpriced' if impact.unpriced else ''}) are cordoned, "
+                "drained through evictions (PodDisruptionBudgets respected) and terminated",
+            details={"nodepool_deleted": nodepool.name, "nodeclaims": impact.names})
     nodepool.delete()
+    return marked
 
 
 @transaction.atomic

@@ -46,5 +46,7 @@ class Command(BaseCommand):
             operator = User.objects.get(username="demo")
             if demo_load(user=operator):
                 self.stdout.write("Loaded the demo fleet (3 NodePools, 1 EC2NodeClass, 6 NodeClaims).")
+            else:
+                self.stdout.write("The fleet is not empty: the demo fleet was not loaded again.")
         for username, password, role in logins:
             self.stdout.write(f"Login: {username} / {password}   ({role})")
