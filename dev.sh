@@ -2,6 +2,8 @@
 # Loadmaster developer entry point. The README's two commands:
 #   ./dev.sh run    install into .venv, migrate, create the demo, start web + worker + beat
 #   ./dev.sh test   install into .venv and run the whole test suite
+#   ./dev.sh smoke  the production install: build the wheel, install it without dev extras into a clean
+#                   virtualenv and serve every page from it with gunicorn (scripts/smoke_install.py)
 set -euo pipefail
 cd "$(dirname "$0")"
 
@@ -56,8 +58,12 @@ case "${1:-}" in
     ensure_chromium
     exec .venv/bin/python -m pytest "$@"
     ;;
+  smoke)
+    shift
+    exec "$PY" scripts/smoke_install.py "$@"
+    ;;
   *)
-    echo "usage: ./dev.sh run | ./dev.sh test [pytest args]" >&2
+    echo "usage: ./dev.sh run | ./dev.sh test [pytest args] | ./dev.sh smoke [--keep]" >&2
     exit 2
     ;;
 esac

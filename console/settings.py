@@ -4,6 +4,7 @@ broker and simulated backends, with nothing else to install."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 from django.core.exceptions import ImproperlyConfigured
@@ -19,8 +20,16 @@ from console.env import (
 )
 
 BASE_DIR = Path(__file__).resolve().parent.parent
+# Templates and static files: a wheel (`pip install .`, the Dockerfile) carries them in console/assets/
+# (setup.py's build hook); a checkout and an editable install read them from the repository root.
+_PACKAGED_ASSETS = Path(__file__).resolve().parent / "assets"
+INSTALLED_FROM_WHEEL = _PACKAGED_ASSETS.is_dir()
+ASSETS_DIR = _PACKAGED_ASSETS if INSTALLED_FROM_WHEEL else BASE_DIR
+# Writable state lives beside manage.py in a checkout, and in the working directory when installed
+# (never inside site-packages).
+_STATE_BASE = Path.cwd() if INSTALLED_FROM_WHEEL else BASE_DIR
 # Runtime state of the embedded default (SQLite database, broker, generated secret key).
-VAR_DIR = Path(env_str("LOADMASTER_VAR_DIR", str(BASE_DIR / "var")) or BASE_DIR / "var")
+VAR_DIR = Path(env_str("LOADMASTER_VAR_DIR", str(_STATE_BASE / "var")) or _STATE_BASE / "var")
 
 DEBUG = env_bool("DEBUG", False)
 
@@ -65,9 +74,13 @@ MIDDLEWARE = [
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
+    # LOADMASTER_MAX_UPLOAD_BYTES for every body, before anything reads it.
+    "console.upload_limits.RequestSizeLimitMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "console.access.LoginRequiredMiddleware",
+    # Roles for every view and method in one place: unsafe methods need the operator role.
+    "console.access.RoleMiddleware",
 ]
 
 ROOT_URLCONF = "console.urls"
@@ -76,7 +89,7 @@ WSGI_APPLICATION = "console.wsgi.application"
 TEMPLATES = [
     {
         "BACKEND": "django.template.backends.django.DjangoTemplates",
-        "DIRS": [BASE_DIR / "templates"],
+        "DIRS": [ASSETS_DIR / "templates"],
         "APP_DIRS": True,
         "OPTIONS": {
             "context_processors": [
@@ -100,6 +113,19 @@ AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
     {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
 ]
+# Sign-in throttling (console/throttling.py): this many failed passwords for one user name, or from
+# one address, within LOADMASTER_LOGIN_LOCKOUT_SECONDS lock it out until that window ends (429).
+LOADMASTER_LOGIN_FAILURES_PER_USER = env_int("LOADMASTER_LOGIN_FAILURES_PER_USER", 5, minimum=1)
+LOADMASTER_LOGIN_FAILURES_PER_ADDRESS = env_int("LOADMASTER_LOGIN_FAILURES_PER_ADDRESS", 20, minimum=1)
+LOADMASTER_LOGIN_LOCKOUT_SECONDS = env_int("LOADMASTER_LOGIN_LOCKOUT_SECONDS", 300, minimum=1)
+# The cache holds the sign-in failure counts, so every web process must share it: a file cache in
+# VAR_DIR (the processes of one machine) unless LOADMASTER_CACHE_URL names a Redis server (several).
+_cache_url = env_str("LOADMASTER_CACHE_URL", "") or ""
+CACHES = {"default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": _cache_url}
+          if _cache_url.startswith(("redis://", "rediss://", "unix://")) else
+          {"BACKEND": "django.core.cache.backends.filebased.FileBasedCache", "LOCATION": str(VAR_DIR / "cache")}}
+if _cache_url and not _cache_url.startswith(("redis://", "rediss://", "unix://")):
+    raise ImproperlyConfigured("LOADMASTER_CACHE_URL must be a redis://, rediss:// or unix:// URL")
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "dashboards:overview"
 LOGOUT_REDIRECT_URL = "login"
@@ -110,8 +136,9 @@ USE_I18N = False
 USE_TZ = True
 
 STATIC_URL = "static/"
-STATICFILES_DIRS = [BASE_DIR / "static"]
-STATIC_ROOT = BASE_DIR / "staticfiles"
+STATICFILES_DIRS = [ASSETS_DIR / "static"]
+# Where `manage.py collectstatic` writes (the Dockerfile runs it at build time); WhiteNoise serves it.
+STATIC_ROOT = Path(env_str("LOADMASTER_STATIC_ROOT", "") or _STATE_BASE / "staticfiles")
 STORAGES = {
     "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
     "staticfiles": {"BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"},
@@ -124,9 +151,25 @@ SESSION_COOKIE_HTTPONLY = True
 CSRF_COOKIE_SECURE = env_bool("SECURE_COOKIES", False)
 SESSION_COOKIE_SECURE = CSRF_COOKIE_SECURE
 X_FRAME_OPTIONS = "DENY"
+# HTTPS behind a TLS-terminating proxy or ingress (README, "Production install"): trust the header the
+# proxy sets (e.g. X-Forwarded-Proto: https; only when the proxy overwrites it), redirect plain HTTP and
+# send HSTS. `manage.py check --deploy` passes with these set.
+_proxy_header = (env_str("SECURE_PROXY_SSL_HEADER", "") or "").strip()
+if _proxy_header:
+    if not re.fullmatch(r"[A-Za-z0-9-]+", _proxy_header):
+        raise ImproperlyConfigured(f"SECURE_PROXY_SSL_HEADER={_proxy_header!r} is not a header name (e.g. X-Forwarded-Proto)")
+    SECURE_PROXY_SSL_HEADER = ("HTTP_" + _proxy_header.upper().replace("-", "_"), "https")
+SECURE_SSL_REDIRECT = env_bool("SECURE_SSL_REDIRECT", False)
+# Prometheus scrapes pods over plain HTTP inside the cluster, with its bearer token: no redirect there.
+SECURE_REDIRECT_EXEMPT = [r"^metrics$"]
+SECURE_HSTS_SECONDS = env_int("SECURE_HSTS_SECONDS", 0, minimum=0)
+SECURE_HSTS_INCLUDE_SUBDOMAINS = env_bool("SECURE_HSTS_INCLUDE_SUBDOMAINS", False)
+SECURE_HSTS_PRELOAD = env_bool("SECURE_HSTS_PRELOAD", False)
 
-# Uploaded Karpenter YAML and cluster snapshots can be large.
-DATA_UPLOAD_MAX_MEMORY_SIZE = env_int("LOADMASTER_MAX_UPLOAD_BYTES", 32 * 1024 * 1024, minimum=1024)
+# Uploaded Karpenter YAML and cluster snapshots can be large, up to this many bytes per request body
+# (all files and fields together; console/upload_limits.py answers 413 beyond it).
+LOADMASTER_MAX_UPLOAD_BYTES = env_int("LOADMASTER_MAX_UPLOAD_BYTES", 32 * 1024 * 1024, minimum=1024)
+DATA_UPLOAD_MAX_MEMORY_SIZE = LOADMASTER_MAX_UPLOAD_BYTES
 FILE_UPLOAD_MAX_MEMORY_SIZE = DATA_UPLOAD_MAX_MEMORY_SIZE
 
 REST_FRAMEWORK = {
@@ -217,6 +260,8 @@ LOADMASTER_METRICS_PUBLIC = env_bool("LOADMASTER_METRICS_PUBLIC", False)
 # and the console's public URL used for the buttons in Slack messages.
 LOADMASTER_ENCRYPTION_KEY = env_str("LOADMASTER_ENCRYPTION_KEY", "") or ""
 LOADMASTER_PUBLIC_URL = env_str("LOADMASTER_PUBLIC_URL", "http://localhost:8000")
+# Hosts Slack channels may send to besides hooks.slack.com and slack.com (console/alerts/destinations.py).
+LOADMASTER_SLACK_ALLOWED_HOSTS = env_list("LOADMASTER_SLACK_ALLOWED_HOSTS", [])
 # How long an offering that failed for capacity is skipped before it is tried again (Karpenter: 3 min).
 LOADMASTER_UNAVAILABLE_OFFERING_TTL = env_int("LOADMASTER_UNAVAILABLE_OFFERING_TTL", 180, minimum=1)
 # Dashboards: minute samples are kept this many days once rolled up into hours (at least 8: the alerts'

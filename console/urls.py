@@ -1,11 +1,18 @@
 from django.contrib import admin
 from django.contrib.auth import views as auth_views
+from django.templatetags.static import static
 from django.urls import include, path
+from django.utils.functional import lazy
 from django.views.generic import RedirectView
+
+from console.throttling import ThrottledLoginView
 
 urlpatterns = [
     path("", RedirectView.as_view(pattern_name="dashboards:overview", permanent=False)),
-    path("accounts/login/", auth_views.LoginView.as_view(), name="login"),
+    # Browsers ask for /favicon.ico on every page; the icon is a static file (served by WhiteNoise).
+    path("favicon.ico", RedirectView.as_view(url=lazy(static, str)("console/favicon.ico"), permanent=False),
+         name="favicon"),
+    path("accounts/login/", ThrottledLoginView.as_view(), name="login"),
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("admin/", admin.site.urls),
     path("api/alerts/", include("console.alerts.api")),

@@ -10,9 +10,12 @@ USAGE = "usage: python -m packing {plan,catalog,consolidate} ..."
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
-    if not args or args[0] in ("-h", "--help"):
+    if args and args[0] in ("-h", "--help"):
         print(USAGE)
-        return 0 if args else 2
+        return 0
+    if not args:
+        print(f"error: {USAGE} (a subcommand is required)", file=sys.stderr)
+        return 2
     cmd, rest = args[0], args[1:]
     if cmd == "plan":
         from packing.plan_cli import main as plan_main
@@ -36,7 +39,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             print("packing consolidate: not implemented yet", file=sys.stderr)
             return 2
         return int(consolidate_main(rest))
-    print(f"{USAGE}\nunknown subcommand {cmd!r}", file=sys.stderr)
+    print(f"error: unknown subcommand {cmd[:40]!r} ({USAGE})", file=sys.stderr)
     return 2
 
 

@@ -10,14 +10,12 @@ optimum, so the result never exceeds the cost of a feasible plan.
 
 from __future__ import annotations
 
-import contextlib
-import os
-import sys
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from packing.lp import INF, solve_columns
 from packing.nodepool import CAPACITY_TYPE_LABEL, HOSTNAME_LABEL, ZONE_LABEL
 from packing.pods import Pod
 from packing.requirements import Requirements
@@ -28,40 +26,6 @@ if TYPE_CHECKING:
     from packing.scheduling.scheduler import PoolTemplate, Results, Scheduler
 
 __all__ = ["lower_bound"]
-
-_HIGHS: Any = None
-
-
-@contextlib.contextmanager
-def _stdout_silenced() -> Iterator[None]:
-    # HiGHS writes its banner straight to file descriptor 1 when constructed, which would corrupt JSON output
-    sys.stdout.flush()
-    try:
-        fd = sys.stdout.fileno()
-    except (AttributeError, ValueError, OSError):
-        fd = 1
-    saved = os.dup(fd)
-    try:
-        with open(os.devnull, "w") as null:
-            os.dup2(null.fileno(), fd)
-            yield
-    finally:
-        os.dup2(saved, fd)
-        os.close(saved)
-
-
-def _highs() -> Any:
-    global _HIGHS
-    import highspy
-
-    if _HIGHS is None:
-        with _stdout_silenced():
-            h = highspy.Highs()  # type: ignore[no-untyped-call]
-        h.setOptionValue("output_flag", False)
-        _HIGHS = h
-    else:
-        _HIGHS.clearModel()
-    return _HIGHS
 
 
 def _class_key(p: Pod) -> tuple[tuple[Toleration, ...], tuple[Requirements, ...]]:
@@ -87,7 +51,7 @@ _MAX_COLUMNS = 80_000
 
 
 def lower_bound(sched: Scheduler, results: Results, pending: Sequence[Pod]) -> float:
-    from packing.scheduling.scheduler import _undominated
+    from packing.scheduling.scheduler import undominated
 
     placed = [p for c in results.nodeclaims for p in c.pods] + [p for e in results.existing for p in e.pods]
     if not any(c.pods for c in results.nodeclaims):
@@ -191,7 +155,7 @@ def lower_bound(sched: Scheduler, results: Results, pending: Sequence[Pod]) -> f
     for sig in sorted(by_sig, key=sorted):
         rows = by_sig[sig]
         am = np.maximum(np.array([a for _, _, a in rows]), 0.0).astype(np.int64)
-        for j in _undominated(am, [p for _, p, _ in rows]):
+        for j in undominated(am, [p for _, p, _ in rows]):
             opt_list.append((sig, rows[j][1], np.maximum(rows[j][2], 0.0)))
     # across signatures too: an option is useless if another serves a superset of classes, is at least as
     # big everywhere and no dearer (any plan using it can use the other instead at no extra cost)
@@ -330,7 +294,6 @@ def lower_bound(sched: Scheduler, results: Results, pending: Sequence[Pod]) -> f
         for oi in range(n_o):
             col_entries[oi].append((row, 1.0))
 
-    h = _highs()
     n_cols = len(cols_cost)
     starts = np.zeros(n_cols, dtype=np.int32)
     index: list[int] = []
@@ -340,25 +303,20 @@ def lower_bound(sched: Scheduler, results: Results, pending: Sequence[Pod]) -> f
         for row, val in entries:
             index.append(row)
             value.append(val)
-    inf = float(h.inf) if hasattr(h, "inf") else 1e30
-    lo = np.array([(-inf if v == -np.inf else v) for v in row_lo], dtype=np.float64)
-    hi = np.array([(inf if v == np.inf else v) for v in row_hi], dtype=np.float64)
-    h.addRows(len(row_lo), lo, hi, 0, np.zeros(0, dtype=np.int32), np.zeros(0, dtype=np.int32), np.zeros(0))
-    h.addCols(
-        n_cols,
+    lo = np.array([(-INF if v == -np.inf else v) for v in row_lo], dtype=np.float64)
+    hi = np.array([(INF if v == np.inf else v) for v in row_hi], dtype=np.float64)
+    sol = solve_columns(
+        lo,
+        hi,
         np.array(cols_cost, dtype=np.float64),
-        np.zeros(n_cols),
-        np.full(n_cols, inf),
-        len(index),
+        np.full(n_cols, INF),
         starts,
         np.array(index, dtype=np.int32),
         np.array(value, dtype=np.float64),
+        values=False,
     )
-    h.run()
-    import highspy
-
-    if h.getModelStatus() != highspy.HighsModelStatus.kOptimal:
+    if sol is None:
         return 0.0
-    obj = float(h.getInfo().objective_function_value)
+    obj = sol.objective
     # solver tolerances may leave the optimum a hair high; shave so it stays a bound
     return max(0.0, obj * (1 - 1e-6) - 1e-6)

@@ -40,12 +40,22 @@ class CronError(ValueError):
     """A schedule Karpenter would refuse; the message names the field and the value."""
 
 
+def _q(text: str) -> str:
+    quoted = repr(text)
+    return quoted if len(quoted) <= 60 else quoted[:59] + "…"
+
+
+def _number(text: str) -> bool:
+    # ASCII digits only: str.isdigit() says yes to "²", which int() refuses
+    return 0 < len(text) <= 4 and text.isascii() and text.isdigit()
+
+
 def _parse_value(text: str, field: str, names: dict[str, int]) -> int:
     lowered = text.lower()
     if lowered in names:
         return names[lowered]
-    if not text.isdigit():
-        raise CronError(f"{field}: {text!r} is not a number")
+    if not _number(text):
+        raise CronError(f"{field}: {_q(text)} is not a number")
     return int(text)
 
 
@@ -53,12 +63,12 @@ def _parse_field(text: str, field: str, low: int, high: int, names: dict[str, in
     values: set[int] = set()
     for part in text.split(","):
         if not part:
-            raise CronError(f"{field}: empty list element in {text!r}")
+            raise CronError(f"{field}: empty list element in {_q(text)}")
         step = 1
         if "/" in part:
             part, step_text = part.split("/", 1)
-            if not step_text.isdigit() or int(step_text) == 0:
-                raise CronError(f"{field}: bad step {step_text!r}")
+            if not _number(step_text) or int(step_text) == 0:
+                raise CronError(f"{field}: bad step {_q(step_text)}")
             step = int(step_text)
         if part in ("*", "?"):
             start, end = low, high
@@ -69,9 +79,9 @@ def _parse_field(text: str, field: str, low: int, high: int, names: dict[str, in
             start = _parse_value(part, field, names)
             end = high if step > 1 else start
         if not (low <= start <= high and low <= end <= high):
-            raise CronError(f"{field}: {part!r} is outside {low}-{high}")
+            raise CronError(f"{field}: {_q(part)} is outside {low}-{high}")
         if start > end:
-            raise CronError(f"{field}: range {part!r} runs backwards")
+            raise CronError(f"{field}: range {_q(part)} runs backwards")
         values.update(range(start, end + 1, step))
     return frozenset(values)
 
@@ -93,10 +103,10 @@ class CronSchedule:
             raise CronError("schedule is empty")
         spec = MACROS.get(text.strip(), text.strip())  # macros are case-sensitive in robfig/cron
         if spec.startswith("@"):
-            raise CronError(f"unknown macro {text!r}; use one of {', '.join(sorted(MACROS))}")
+            raise CronError(f"unknown macro {_q(text)}; use one of {', '.join(sorted(MACROS))}")
         parts = spec.split()
         if len(parts) != 5:
-            raise CronError(f"schedule {text!r} must have 5 fields (minute hour day-of-month month day-of-week), got {len(parts)}")
+            raise CronError(f"schedule {_q(text)} must have 5 fields (minute hour day-of-month month day-of-week), got {len(parts)}")
         parsed = [_parse_field(p, name, lo, hi, names) for p, (name, lo, hi, names) in zip(parts, _FIELDS, strict=True)]
         return cls(parsed[0], parsed[1], parsed[2], parsed[3], parsed[4],
                    day_restricted=not parts[2].startswith(("*", "?")),

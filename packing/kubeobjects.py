@@ -1,12 +1,17 @@
 """Reading Kubernetes objects (YAML or JSON, multi-document or kind: List) into the engine's model.
 
 Every problem is reported as one InputError naming the file, the document's index and the field, because the
-CLI's users are debugging a dump they did not write by hand.
+CLI's users are debugging a dump they did not write by hand. Values quoted in a message are cut to 60 characters
+(packing.yamlinput.brief), and the input is bounded: the YAML reader's limits (aliases, nesting), quantities up
+to packing.quantity.MAX_QUANTITY, integers strictly (ASCII digits, each field's range), at most MAX_REPLICAS pods
+per workload and MAX_EXPANDED_PODS made from workloads in all, DEFAULT_MAX_INPUT_BYTES of files per run.
 """
 
 from __future__ import annotations
 
-import json
+import math
+import os
+import re
 import sys
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -14,6 +19,7 @@ from typing import Any
 
 import yaml
 
+from packing import yamlinput
 from packing.instancetype import InstanceType, Offering
 from packing.nodepool import (
     HOSTNAME_LABEL,
@@ -33,12 +39,30 @@ from packing.pods import (
     TopologySpread,
     pod_requests,
 )
-from packing.quantity import QuantityError, parse_quantity
+from packing.quantity import MAX_QUANTITY, QuantityError, format_quantity, parse_quantity
 from packing.requirements import OPERATORS, Requirement, RequirementError, Requirements
 from packing.resources import Resources
 from packing.taints import EFFECTS, Taint, Toleration
+from packing.yamlinput import brief
 
-__all__ = ["InputError", "Inputs", "load_files", "parse_documents"]
+__all__ = [
+    "DEFAULT_MAX_INPUT_BYTES",
+    "MAX_EXPANDED_PODS",
+    "MAX_PRICE",
+    "MAX_REPLICAS",
+    "ByteBudget",
+    "InputError",
+    "Inputs",
+    "load_files",
+    "parse_documents",
+]
+
+MAX_REPLICAS = 10_000  # pods one Deployment/StatefulSet/ReplicaSet/Job may stand for (replicas, parallelism)
+MAX_EXPANDED_PODS = 100_000  # pending pods made from workloads in one input, in all
+DEFAULT_MAX_INPUT_BYTES = 64 * 2**20  # files read per CLI run, in all (--max-input-bytes raises it)
+MAX_PRICE = 1_000_000.0  # dollars per hour of one offering
+INT32_MAX = 2**31 - 1
+_INT_TEXT = re.compile(r"[+-]?[0-9]{1,18}", re.ASCII)
 
 WORKLOAD_KINDS = {("apps", "Deployment"), ("apps", "StatefulSet"), ("apps", "ReplicaSet"), ("batch", "Job")}
 
@@ -68,6 +92,7 @@ class Workload:
     selector: LabelSelector | None
     template: Pod
     owner: tuple[str, str] | None = None  # (kind, name) of the controller, e.g. a ReplicaSet's Deployment
+    where: str = ""  # "file: document N (Kind name): " for error messages, when read from a file
 
 
 @dataclass
@@ -83,6 +108,9 @@ class Inputs:
     pdbs: list[PodDisruptionBudget] = field(default_factory=list)
     workloads: list[Workload] = field(default_factory=list)
     skipped: dict[str, int] = field(default_factory=dict)
+    # where each InstanceType was read ("file: document N"), to name both places of a duplicate
+    origins: dict[str, str] = field(default_factory=dict)
+    expanded: bool = False  # expand_workloads has run (it runs once)
 
     @property
     def skipped_total(self) -> int:
@@ -90,6 +118,12 @@ class Inputs:
 
 
 # ---------------------------------------------------------------- typed field access
+def _sub(path: str, key: Any) -> str:
+    """path.key for a message, the key cut to 60 characters (keys are input too)."""
+    k = str(key)
+    return f"{path}.{k if len(k) <= 60 else k[:59] + '…'}"
+
+
 def _obj(d: Any, path: str) -> Mapping[str, Any]:
     if d is None:
         return {}
@@ -116,30 +150,48 @@ def _str(d: Any, path: str, *, required: bool = False, default: str = "") -> str
     return str(d)
 
 
-def _int(d: Any, path: str, default: int) -> int:
+def _int(d: Any, path: str, default: int, *, lo: int | None = None, hi: int = INT32_MAX) -> int:
+    """An integer field: an int, or a string of ASCII digits ("3"); within [lo, hi] (hi defaults to int32's)."""
     if d is None:
         return default
     if isinstance(d, bool) or not isinstance(d, int):
-        if isinstance(d, str) and d.strip().lstrip("-").isdigit():
-            return int(d)
-        raise _FieldError(path, f"must be an integer, got {d!r}")
-    return d
+        if not (isinstance(d, str) and _INT_TEXT.fullmatch(d.strip())):
+            raise _FieldError(path, f"must be an integer, got {brief(d)}")
+        d = d.strip()
+    value = int(d)
+    if lo is not None and value < lo:
+        raise _FieldError(path, f"must be at least {lo}, got {brief(value)}")
+    if value > hi:
+        raise _FieldError(path, f"must be at most {hi}, got {brief(value)}")
+    return value
 
 
 def _str_map(d: Any, path: str) -> dict[str, str]:
-    return {str(k): _str(v, f"{path}.{k}") for k, v in _obj(d, path).items()}
+    return {str(k): _str(v, _sub(path, k)) for k, v in _obj(d, path).items()}
 
 
 def _resources(d: Any, path: str) -> Resources:
+    """A map of quantities (requests, limits, capacity...): each within [0, MAX_QUANTITY]."""
     out: dict[str, int] = {}
     for k, v in _obj(d, path).items():
         if isinstance(v, bool) or not isinstance(v, str | int | float):
-            raise _FieldError(f"{path}.{k}", f"invalid quantity {v!r}")
+            raise _FieldError(_sub(path, k), f"invalid quantity {brief(v)}")
         try:
-            out[str(k)] = parse_quantity(v)
+            milli = parse_quantity(v)
         except QuantityError as e:
-            raise _FieldError(f"{path}.{k}", str(e)) from None
+            raise _FieldError(_sub(path, k), str(e)) from None
+        if milli < 0:
+            raise _FieldError(_sub(path, k), f"must not be negative, got {brief(v)}")
+        out[str(k)] = milli
     return Resources(out)
+
+
+def _bounded(r: Resources, path: str) -> Resources:
+    """A sum of quantities (a pod's containers) within MAX_QUANTITY per resource, as each quantity is."""
+    for k, v in r.items():
+        if v > MAX_QUANTITY * 1000:
+            raise _FieldError(_sub(path, k), f"adds up to {format_quantity(v, k)}, more than the maximum 1Pi (2^50)")
+    return r
 
 
 def _with_pods(r: Resources) -> Resources:
@@ -155,7 +207,7 @@ def _requirement(d: Any, path: str) -> Requirement:
     op = _str(o.get("operator"), f"{path}.operator", required=True)
     if op not in OPERATORS:
         raise _FieldError(
-            f"{path}.operator", f"unknown operator {op!r} (expected one of {', '.join(OPERATORS)})"
+            f"{path}.operator", f"unknown operator {brief(op)} (expected one of {', '.join(OPERATORS)})"
         )
     values = [_str(v, f"{path}.values[{i}]") for i, v in enumerate(_list(o.get("values"), f"{path}.values"))]
     try:
@@ -187,7 +239,7 @@ def _taint(d: Any, path: str) -> Taint:
     o = _obj(d, path)
     effect = _str(o.get("effect"), f"{path}.effect", required=True)
     if effect not in EFFECTS:
-        raise _FieldError(f"{path}.effect", f"unknown effect {effect!r}")
+        raise _FieldError(f"{path}.effect", f"unknown effect {brief(effect)}")
     return Taint(
         _str(o.get("key"), f"{path}.key", required=True), _str(o.get("value"), f"{path}.value"), effect
     )
@@ -201,10 +253,10 @@ def _toleration(d: Any, path: str) -> Toleration:
     o = _obj(d, path)
     op = _str(o.get("operator"), f"{path}.operator", default="Equal")
     if op not in ("Equal", "Exists"):
-        raise _FieldError(f"{path}.operator", f"unknown operator {op!r} (expected Equal or Exists)")
+        raise _FieldError(f"{path}.operator", f"unknown operator {brief(op)} (expected Equal or Exists)")
     effect = _str(o.get("effect"), f"{path}.effect")
     if effect and effect not in EFFECTS:
-        raise _FieldError(f"{path}.effect", f"unknown effect {effect!r}")
+        raise _FieldError(f"{path}.effect", f"unknown effect {brief(effect)}")
     return Toleration(_str(o.get("key"), f"{path}.key"), op, _str(o.get("value"), f"{path}.value"), effect)
 
 
@@ -244,7 +296,7 @@ def parse_pod_spec(
     containers = _containers(spec.get("containers"), f"{sp}.containers", init=False)
     inits = _containers(spec.get("initContainers"), f"{sp}.initContainers", init=True)
     overhead = _resources(spec.get("overhead"), f"{sp}.overhead")
-    requests = pod_requests(containers, inits, overhead)
+    requests = _bounded(pod_requests(containers, inits, overhead), f"{sp}.containers[*].resources.requests")
     labels = _str_map(meta.get("labels"), f"{path}metadata.labels")
     node_selector = _str_map(spec.get("nodeSelector"), f"{sp}.nodeSelector")
     aff = _obj(spec.get("affinity"), f"{sp}.affinity")
@@ -277,7 +329,7 @@ def parse_pod_spec(
                 _list(pref.get("matchExpressions"), f"{pp}[{i}].preference.matchExpressions")
             )
         ]
-        preferred.append((_int(to.get("weight"), f"{pp}[{i}].weight", 1), Requirements(exprs)))
+        preferred.append((_int(to.get("weight"), f"{pp}[{i}].weight", 1, lo=1, hi=100), Requirements(exprs)))
 
     def pod_terms(kind: str) -> tuple[tuple[PodAffinityTerm, ...], tuple[tuple[int, PodAffinityTerm], ...]]:
         base = f"{sp}.affinity.{kind}"
@@ -302,7 +354,7 @@ def parse_pod_spec(
             to = _obj(t, tp)
             pf.append(
                 (
-                    _int(to.get("weight"), f"{tp}.weight", 1),
+                    _int(to.get("weight"), f"{tp}.weight", 1, lo=1, hi=100),
                     _affinity_term(to.get("podAffinityTerm"), f"{tp}.podAffinityTerm", namespace),
                 )
             )
@@ -317,11 +369,9 @@ def parse_pod_spec(
         when = _str(to.get("whenUnsatisfiable"), f"{tp}.whenUnsatisfiable", default="DoNotSchedule")
         if when not in ("DoNotSchedule", "ScheduleAnyway"):
             raise _FieldError(
-                f"{tp}.whenUnsatisfiable", f"must be DoNotSchedule or ScheduleAnyway, got {when!r}"
+                f"{tp}.whenUnsatisfiable", f"must be DoNotSchedule or ScheduleAnyway, got {brief(when)}"
             )
-        skew = _int(to.get("maxSkew"), f"{tp}.maxSkew", 1)
-        if skew < 1:
-            raise _FieldError(f"{tp}.maxSkew", "must be at least 1")
+        skew = _int(to.get("maxSkew"), f"{tp}.maxSkew", 1, lo=1)
         sel = _label_selector(to.get("labelSelector"), f"{tp}.labelSelector") or LabelSelector(
             Requirements([Requirement.new("loadmaster.dev/never", "In", ["\x00"])])
         )
@@ -331,7 +381,7 @@ def parse_pod_spec(
                 _str(to.get("topologyKey"), f"{tp}.topologyKey", required=True),
                 when,
                 sel,
-                _int(to.get("minDomains"), f"{tp}.minDomains", 1),
+                _int(to.get("minDomains"), f"{tp}.minDomains", 1, lo=1),
             )
         )
     ports = []
@@ -340,13 +390,13 @@ def parse_pod_spec(
             _list(_obj(c, f"{sp}.containers[{i}]").get("ports"), f"{sp}.containers[{i}].ports")
         ):
             po = _obj(p, f"{sp}.containers[{i}].ports[{j}]")
-            hp = _int(po.get("hostPort"), f"{sp}.containers[{i}].ports[{j}].hostPort", 0)
+            hp = _int(po.get("hostPort"), f"{sp}.containers[{i}].ports[{j}].hostPort", 0, lo=0, hi=65535)
             if hp:
                 ports.append(
                     HostPort(
                         hp,
-                        _str(po.get("protocol"), "protocol", default="TCP"),
-                        _str(po.get("hostIP"), "hostIP"),
+                        _str(po.get("protocol"), f"{sp}.containers[{i}].ports[{j}].protocol", default="TCP"),
+                        _str(po.get("hostIP"), f"{sp}.containers[{i}].ports[{j}].hostIP"),
                     )
                 )
     owners = _list(meta.get("ownerReferences"), f"{path}metadata.ownerReferences")
@@ -384,6 +434,50 @@ def _meta(doc: Mapping[str, Any]) -> tuple[Mapping[str, Any], str, str]:
     return meta, name, ns
 
 
+_NUMBER_TEXT = re.compile(r"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]{1,3})?", re.ASCII)
+
+
+def _price(v: Any, path: str) -> float | None:
+    """An offering's price: a finite number of dollars per hour in [0, MAX_PRICE] (a NaN would make the pod
+    look scheduled and placed nowhere, a negative one a plan that earns money)."""
+    if v is None:
+        return None
+    if isinstance(v, str) and len(v) <= 40 and _NUMBER_TEXT.fullmatch(v.strip()):
+        v = float(v)
+    if isinstance(v, bool) or not isinstance(v, int | float):
+        raise _FieldError(path, f"must be a number, got {brief(v)}")
+    given = v
+    if isinstance(v, int) and abs(v) > MAX_PRICE:
+        v = math.inf if v > 0 else -math.inf  # float() of a 400-digit integer raises
+    price = float(v)
+    if math.isnan(price):
+        raise _FieldError(path, "must be a number, got NaN")
+    if price < 0:
+        raise _FieldError(path, f"must not be negative, got {brief(given)}")
+    if price > MAX_PRICE:
+        raise _FieldError(path, f"must be at most {MAX_PRICE:.0f} dollars per hour, got {brief(given)}")
+    return price
+
+
+_BUDGET_TEXT = re.compile(r"[0-9]{1,10}%?", re.ASCII)
+
+
+def _int_or_percent(v: Any, path: str) -> str | None:
+    """A PDB's minAvailable / maxUnavailable: a count or a percentage ("50%"), as a string."""
+    if v is None:
+        return None
+    if isinstance(v, int) and not isinstance(v, bool):
+        return str(_int(v, path, 0, lo=0))
+    if isinstance(v, str) and _BUDGET_TEXT.fullmatch(v.strip()):
+        text = v.strip()
+        if text.endswith("%") and int(text[:-1]) > 100:
+            raise _FieldError(path, f"must be a percentage from 0% to 100%, got {brief(v)}")
+        if not text.endswith("%"):
+            _int(text, path, 0, lo=0)
+        return text
+    raise _FieldError(path, f"must be a count or a percentage such as '50%', got {brief(v)}")
+
+
 def _template_pod(spec: Mapping[str, Any], name: str, namespace: str) -> Pod:
     """The pod a DaemonSet or workload stamps out from spec.template."""
     tmpl = _obj(spec.get("template"), "spec.template")
@@ -396,7 +490,16 @@ def _template_pod(spec: Mapping[str, Any], name: str, namespace: str) -> Pod:
     )
 
 
-def _add_object(doc: Mapping[str, Any], out: Inputs) -> None:
+def _replicas(v: Any, path: str) -> int:
+    n = _int(v, path, 1, lo=0, hi=sys.maxsize)
+    if n > MAX_REPLICAS:
+        raise _FieldError(path, f"{n} is more than the maximum {MAX_REPLICAS} pods per workload")
+    return n
+
+
+def _add_object(doc: Mapping[str, Any], out: Inputs, where: str = "") -> None:
+    """One object into `out`; _FieldError (an InputError) naming the field when it is bad. `where` ("file:
+    document N (Kind name): ") is kept with the objects whose problems can only be seen later (workloads)."""
     api = _str(doc.get("apiVersion"), "apiVersion", required=True)
     kind = _str(doc.get("kind"), "kind", required=True)
     group = api.rsplit("/", 1)[0] if "/" in api else ""
@@ -475,7 +578,7 @@ def _add_object(doc: Mapping[str, Any], out: Inputs) -> None:
                 taints=_taints(tspec.get("taints"), "spec.template.spec.taints"),
                 startup_taints=_taints(tspec.get("startupTaints"), "spec.template.spec.startupTaints"),
                 limits=limits,
-                weight=_int(spec.get("weight"), "spec.weight", 0),
+                weight=_int(spec.get("weight"), "spec.weight", 0, lo=1, hi=100),
                 node_class=_str(ref.get("name"), "spec.template.spec.nodeClassRef.name"),
             )
         )
@@ -492,26 +595,14 @@ def _add_object(doc: Mapping[str, Any], out: Inputs) -> None:
         for i, o in enumerate(_list(spec.get("offerings"), "spec.offerings")):
             op = f"spec.offerings[{i}]"
             oo = _obj(o, op)
-            price = oo.get("price")
-            if price is not None and (isinstance(price, bool) or not isinstance(price, int | float)):
-                try:
-                    price = float(price)
-                except (TypeError, ValueError):
-                    raise _FieldError(f"{op}.price", f"must be a number, got {price!r}") from None
+            price = _price(oo.get("price"), f"{op}.price")
             avail = oo.get("available", True)
             if not isinstance(avail, bool):
-                raise _FieldError(f"{op}.available", f"must be true or false, got {avail!r}")
+                raise _FieldError(f"{op}.available", f"must be true or false, got {brief(avail)}")
             ct = _str(oo.get("capacityType"), f"{op}.capacityType", required=True)
             if ct not in ("spot", "on-demand", "reserved"):
-                raise _FieldError(f"{op}.capacityType", f"must be spot or on-demand, got {ct!r}")
-            offerings.append(
-                Offering(
-                    _str(oo.get("zone"), f"{op}.zone", required=True),
-                    ct,
-                    None if price is None else float(price),
-                    avail,
-                )
-            )
+                raise _FieldError(f"{op}.capacityType", f"must be spot or on-demand, got {brief(ct)}")
+            offerings.append(Offering(_str(oo.get("zone"), f"{op}.zone", required=True), ct, price, avail))
         out.instance_types.append(
             InstanceType(
                 name=name,
@@ -532,18 +623,16 @@ def _add_object(doc: Mapping[str, Any], out: Inputs) -> None:
         pod = _template_pod(spec, name, ns)
         if kind == "Job":
             # a Job runs `parallelism` pods at once (default 1), never more than it has completions left
-            replicas = _int(spec.get("parallelism"), "spec.parallelism", 1)
+            replicas = _replicas(spec.get("parallelism"), "spec.parallelism")
             if spec.get("completions") is not None:
-                replicas = min(replicas, _int(spec.get("completions"), "spec.completions", replicas))
+                replicas = min(replicas, _int(spec.get("completions"), "spec.completions", replicas, lo=0))
         else:
-            replicas = _int(spec.get("replicas"), "spec.replicas", 1)
-        if replicas < 0:
-            raise _FieldError("spec.replicas", "must not be negative")
+            replicas = _replicas(spec.get("replicas"), "spec.replicas")
         sel = _label_selector(spec.get("selector"), "spec.selector")
         owners = _list(meta.get("ownerReferences"), "metadata.ownerReferences")
         first = _obj(owners[0], "metadata.ownerReferences[0]") if owners else {}
         owner = (str(first.get("kind", "")), str(first.get("name", ""))) if first else None
-        out.workloads.append(Workload(kind, ns, name, replicas, sel, pod, owner))
+        out.workloads.append(Workload(kind, ns, name, replicas, sel, pod, owner, where))
     elif kind == "PodDisruptionBudget" and group == "policy":
         _, name, ns = _meta(doc)
         spec = _obj(doc.get("spec"), "spec")
@@ -552,22 +641,30 @@ def _add_object(doc: Mapping[str, Any], out: Inputs) -> None:
                 ns,
                 name,
                 _obj(spec.get("selector"), "spec.selector"),
-                None if spec.get("minAvailable") is None else str(spec.get("minAvailable")),
-                None if spec.get("maxUnavailable") is None else str(spec.get("maxUnavailable")),
+                _int_or_percent(spec.get("minAvailable"), "spec.minAvailable"),
+                _int_or_percent(spec.get("maxUnavailable"), "spec.maxUnavailable"),
             )
         )
     else:
         out.skipped[kind] = out.skipped.get(kind, 0) + 1
 
 
+def _mark_where(e: Any) -> str:
+    mark = getattr(e, "problem_mark", None)
+    return f" (line {mark.line + 1}, column {mark.column + 1})" if mark is not None else ""
+
+
 def documents(text: str, filename: str) -> Iterator[tuple[int, Any]]:
-    """The documents of a YAML or JSON text with their 1-based indexes, as error messages number them."""
+    """The documents of a YAML or JSON text with their 1-based indexes, as error messages number them.
+
+    A JSON array is a list of documents. Read by packing.yamlinput (bounded aliases and nesting, duplicate keys
+    refused, tags checked); a problem is one InputError naming the file, the document and the line."""
     stripped = text.lstrip()
     if stripped.startswith(("{", "[")):
         try:
-            data = json.loads(text)
-        except json.JSONDecodeError:
-            pass
+            data = yamlinput.load_json(text)
+        except yamlinput.NotJson:
+            pass  # not plain JSON: the YAML reader below gives the exact error (or reads it, as YAML)
         else:
             if isinstance(data, list):
                 for i, d in enumerate(data):
@@ -575,19 +672,22 @@ def documents(text: str, filename: str) -> Iterator[tuple[int, Any]]:
             else:
                 yield 1, data
             return
-    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
     index = 0
     try:
-        for d in yaml.load_all(text, Loader=loader):
+        for d in yamlinput.load_all(text):
             index += 1
             if d is None:
                 continue
             yield index, d
     except yaml.YAMLError as e:
-        mark = getattr(e, "problem_mark", None)
-        where = f" (line {mark.line + 1}, column {mark.column + 1})" if mark is not None else ""
         problem = getattr(e, "problem", None) or str(e).splitlines()[0]
-        raise InputError(f"{filename}: document {index + 1}: invalid YAML{where}: {problem}") from None
+        raise InputError(
+            f"{filename}: document {index + 1}: invalid YAML{_mark_where(e)}: {_cut(str(problem))}"
+        ) from None
+
+
+def _cut(text: str, limit: int = 200) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def kubernetes_objects(text: str, filename: str) -> Iterator[tuple[str, str, Mapping[str, Any]]]:
@@ -617,36 +717,89 @@ def kubernetes_objects(text: str, filename: str) -> Iterator[tuple[str, str, Map
 
 
 def object_label(item: Mapping[str, Any]) -> str:
-    """' (Kind name)' for error messages."""
+    """' (Kind name)' for error messages, each part cut to 60 characters."""
     meta = item.get("metadata")
     name = meta.get("name") if isinstance(meta, Mapping) else None
-    return f" ({item.get('kind')} {name})" if name else f" ({item.get('kind')})"
+    kind = _cut(str(item.get("kind")), 60)
+    return f" ({kind} {_cut(str(name), 60)})" if name else f" ({kind})"
 
 
 def parse_documents(text: str, filename: str, out: Inputs) -> None:
     for where, prefix, item in kubernetes_objects(text, filename):
+        label = object_label(item)
         try:
-            _add_object(item, out)
+            add_object(item, out, f"{where}{label}: {prefix}")
         except _FieldError as e:
-            raise InputError(f"{where}{object_label(item)}: {prefix}{e.path}: {e.message}") from None
+            raise InputError(f"{where}{label}: {prefix}{e.path}: {e.message}") from None
 
 
-def read_text(path: str) -> str:
-    """A whole input file ('-' is stdin); InputError naming the file when it cannot be read."""
+def add_object(item: Mapping[str, Any], out: Inputs, where: str) -> None:
+    """_add_object, plus what needs the object's place: an InstanceType defined twice is refused, naming both."""
+    types = len(out.instance_types)
+    _add_object(item, out, where)
+    if len(out.instance_types) > types:
+        name = out.instance_types[-1].name
+        first = out.origins.get(name)
+        if first is not None:
+            raise _FieldError("metadata.name", f"InstanceType {_cut(name, 60)} is defined more than once (also {first})")
+        out.origins[name] = where.rstrip(": ")
+
+
+def read_text(path: str, max_bytes: int | None = None, *, limit: int | None = None) -> str:
+    """A whole input file ('-' is stdin); InputError naming the file when it cannot be read or holds more than
+    `max_bytes` bytes (read no further than that: the limit protects memory). `limit` is the run's whole
+    --max-input-bytes, for the message, when `max_bytes` is what other files left of it."""
     try:
         if path == "-":
-            return sys.stdin.read()
-        with open(path, encoding="utf-8") as f:
-            return f.read()
+            stream = getattr(sys.stdin, "buffer", None)
+            n = -1 if max_bytes is None else max_bytes + 1
+            data = stream.read(n) if stream is not None else sys.stdin.read(n).encode("utf-8")
+        else:
+            with open(path, "rb") as f:
+                if max_bytes is not None and os.fstat(f.fileno()).st_size > max_bytes:
+                    data = b""
+                    too_big = True
+                else:
+                    data = f.read(-1 if max_bytes is None else max_bytes + 1)
+                    too_big = False
+            if too_big:
+                raise _TooBig
+        if max_bytes is not None and len(data) > max_bytes:
+            raise _TooBig
+        return data.decode("utf-8")
+    except _TooBig:
+        total = limit if limit is not None else max_bytes
+        raise InputError(
+            f"{path}: the input is larger than {total} bytes (the limit of --max-input-bytes, for all files together)"
+        ) from None
     except (OSError, UnicodeDecodeError) as e:
         reason = e.strerror if isinstance(e, OSError) and e.strerror else str(e)
-        raise InputError(f"{path}: cannot read file: {reason}") from None
+        raise InputError(f"{path}: cannot read file: {_cut(reason)}") from None
 
 
-def load_files(paths: Sequence[str], out: Inputs | None = None) -> Inputs:
+class _TooBig(Exception):
+    pass
+
+
+class ByteBudget:
+    """What is left of one run's --max-input-bytes (None: no limit), shared by every file the run reads."""
+
+    def __init__(self, total: int | None = DEFAULT_MAX_INPUT_BYTES) -> None:
+        self.total = total
+        self.left = total
+
+    def read(self, path: str) -> str:
+        text = read_text(path, self.left, limit=self.total)
+        if self.left is not None:
+            self.left -= len(text.encode("utf-8"))
+        return text
+
+
+def load_files(paths: Sequence[str], out: Inputs | None = None, budget: ByteBudget | None = None) -> Inputs:
     out = out or Inputs()
+    budget = budget or ByteBudget(None)
     for path in paths:
-        parse_documents(read_text(path), path, out)
+        parse_documents(budget.read(path), path, out)
     return out
 
 
@@ -667,11 +820,14 @@ def inflight_claims(inp: Inputs, catalog: Sequence[InstanceType]) -> list[Existi
     return out
 
 
-def expand_workloads(inp: Inputs) -> None:
-    """Pending pods for Deployments, StatefulSets, ReplicaSets and Jobs of which no pod was given."""
+def expansion_plan(inp: Inputs) -> list[tuple[Workload, list[int]]]:
+    """Which workloads expand_workloads stamps pods out of, and the ordinals of those pods; InputError naming
+    the workload at which the pods made would pass MAX_EXPANDED_PODS (checked before any pod is made)."""
     given = inp.pending + inp.running
     names = {p.key for p in given}
     present = {(w.namespace, w.kind, w.name) for w in inp.workloads}
+    plan: list[tuple[Workload, list[int]]] = []
+    total = 0
     for w in sorted(inp.workloads, key=lambda w: (w.namespace, w.name, w.kind)):
         # a ReplicaSet (or Job) whose controller is in the input too would be counted twice
         if w.owner is not None and (w.namespace, *w.owner) in present:
@@ -683,10 +839,29 @@ def expand_workloads(inp: Inputs) -> None:
             continue
         if any(p.namespace == w.namespace and p.owner_name in (w.name,) for p in given):
             continue
-        for i in range(w.replicas):
+        ordinals = [i for i in range(w.replicas) if f"{w.namespace}/{w.name}-{i}" not in names]
+        total += len(ordinals)
+        if total > MAX_EXPANDED_PODS:
+            where = w.where or f"{w.kind} {w.namespace}/{w.name}: "
+            field_ = "spec.parallelism" if w.kind == "Job" else "spec.replicas"
+            raise InputError(
+                f"{where}{field_}: the workloads without pods of their own would make more than "
+                f"{MAX_EXPANDED_PODS} pending pods in all (the maximum)"
+            )
+        plan.append((w, ordinals))
+    return plan
+
+
+def expand_workloads(inp: Inputs) -> None:
+    """Pending pods for Deployments, StatefulSets, ReplicaSets and Jobs of which no pod was given (once: a second
+    call does nothing). InputError past MAX_EXPANDED_PODS."""
+    if inp.expanded:
+        return
+    plan = expansion_plan(inp)
+    inp.expanded = True
+    for w, ordinals in plan:
+        for i in ordinals:
             name = f"{w.name}-{i}"
-            if f"{w.namespace}/{name}" in names:
-                continue
             t = w.template
             inp.pending.append(
                 Pod(

@@ -28,7 +28,10 @@ class NodePool:
     labels: Mapping[str, str] = field(default_factory=dict)
     taints: tuple[Taint, ...] = ()
     startup_taints: tuple[Taint, ...] = ()
-    limits: Resources | None = None  # capacity summed over the pool's nodes; "nodes" counts nodes
+    # capacity summed over the pool's nodes, in milli-units; "nodes" counts nodes (1000 per node). Any mapping:
+    # Resources drops zero entries, a plain mapping keeps them (a limit of 0 allows no capacity, as in
+    # Karpenter). Limits beyond int64 are unbounded in practice (see packing.resources.MAX_AMOUNT).
+    limits: Mapping[str, int] | None = None
     weight: int = 0
     node_class: str = ""
 

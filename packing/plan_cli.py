@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import sys
@@ -10,29 +11,63 @@ from collections.abc import Sequence
 from typing import Any, TextIO
 
 from packing.instancetype import InstanceType
-from packing.kubeobjects import InputError, Inputs, expand_workloads, inflight_claims, load_files
+from packing.kubeobjects import (
+    DEFAULT_MAX_INPUT_BYTES,
+    ByteBudget,
+    InputError,
+    Inputs,
+    expand_workloads,
+    inflight_claims,
+    load_files,
+)
 from packing.nodepool import ExistingNodeSpec
 from packing.scheduling.scheduler import Results, Scheduler
 
-__all__ = ["build_parser", "main", "plan_from_inputs", "render_json", "render_text"]
+__all__ = ["add_input_arguments", "build_parser", "main", "plan_from_inputs", "render_json", "render_text"]
 
 
 class CliParser(argparse.ArgumentParser):
-    """argparse that exits 2 with one line naming the subcommand (prog's last word), never a traceback."""
+    """argparse that exits 2 with ONE line naming the subcommand (prog's last word), never a traceback: the
+    exit contract of every dry-run command is 0, or 2 with one line on stderr."""
 
     def error(self, message: str) -> None:  # type: ignore[override]
-        self.print_usage(sys.stderr)
-        print(f"packing {self.prog.split()[-1]}: {message}", file=sys.stderr)
+        print(f"error: packing {self.prog.split()[-1]}: {message} (see --help)", file=sys.stderr)
         raise SystemExit(2)
 
 
-def build_parser() -> argparse.ArgumentParser:
-    p = CliParser(prog="python -m packing plan", description="Dry-run the provisioner over Kubernetes objects.")
+def _byte_count(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text[:40]!r} is not a whole number of bytes") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError("must not be negative (0: no limit)")
+    return value
+
+
+def add_input_arguments(p: argparse.ArgumentParser) -> None:
+    """FILE..., --catalog, --region and --max-input-bytes: what plan and consolidate read the same way."""
     p.add_argument(
         "files", nargs="+", metavar="FILE", help="YAML or JSON files with Kubernetes objects ('-' = stdin)"
     )
     p.add_argument("--catalog", action="append", default=[], metavar="FILE", help="InstanceType documents")
     p.add_argument("--region", default="us-east-1", help="region of the built-in catalog (default us-east-1)")
+    p.add_argument(
+        "--max-input-bytes",
+        type=_byte_count,
+        default=DEFAULT_MAX_INPUT_BYTES,
+        metavar="N",
+        help=f"refuse input files larger than N bytes in all (default {DEFAULT_MAX_INPUT_BYTES}, 64 MiB; 0: no limit)",
+    )
+
+
+def input_budget(args: argparse.Namespace) -> ByteBudget:
+    return ByteBudget(args.max_input_bytes or None)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = CliParser(prog="python -m packing plan", description="Dry-run the provisioner over Kubernetes objects.")
+    add_input_arguments(p)
     p.add_argument("--output", choices=("json", "text"), default="json")
     return p
 
@@ -163,13 +198,7 @@ def render_text(res: Results, out: TextIO) -> None:
 def resolve_catalog(inp: Inputs, cat_inp: Inputs, region: str, stderr: TextIO) -> list[InstanceType] | None:
     """What every dry-run command does after reading its files: one notice for skipped objects, then
     the catalog (InstanceType documents, else the built-in one of `region`). None after printing an
-    error (the caller exits 2)."""
-    if inp.skipped_total or cat_inp.skipped_total:
-        counts: dict[str, int] = dict(inp.skipped)
-        for k, v in cat_inp.skipped.items():
-            counts[k] = counts.get(k, 0) + v
-        kinds = ", ".join(f"{k} {v}" for k, v in sorted(counts.items()))
-        print(f"skipped {sum(counts.values())} objects of other kinds ({kinds})", file=stderr)
+    error (the caller exits 2); the notice is printed only when there is no error (an error is one line)."""
     catalog = inp.instance_types + cat_inp.instance_types
     if not catalog:
         try:
@@ -177,11 +206,28 @@ def resolve_catalog(inp: Inputs, cat_inp: Inputs, region: str, stderr: TextIO) -
         except CatalogUnavailable as e:
             print(f"error: {e}", file=stderr)
             return None
-    names = [it.name for it in catalog]
-    if len(set(names)) != len(names):
-        dup = sorted({n for n in names if names.count(n) > 1})[0]
-        print(f"error: InstanceType {dup} is defined more than once", file=stderr)
+    # each Inputs refuses its own duplicates as it reads them; a FILE and a --catalog file may still share a name
+    both = sorted(set(inp.origins) & set(cat_inp.origins))
+    if both:
+        name = both[0]
+        print(
+            f"error: {cat_inp.origins[name]}: metadata.name: InstanceType {name[:60]} is defined more than once "
+            f"(also {inp.origins[name]})",
+            file=stderr,
+        )
         return None
+    names = [it.name for it in catalog]
+    if len(set(names)) != len(names):  # objects added without their place (kubeobjects._add_object)
+        dup = sorted({n for n in names if names.count(n) > 1})[0]
+        print(f"error: InstanceType {dup[:60]} is defined more than once", file=stderr)
+        return None
+    if inp.skipped_total or cat_inp.skipped_total:
+        counts: dict[str, int] = dict(inp.skipped)
+        for k, v in cat_inp.skipped.items():
+            counts[k] = counts.get(k, 0) + v
+        kinds = ", ".join(f"{k[:60]} {v}" for k, v in sorted(counts.items())[:20])
+        more = ", …" if len(counts) > 20 else ""
+        print(f"skipped {sum(counts.values())} objects of other kinds ({kinds}{more})", file=stderr)
     return catalog
 
 
@@ -191,12 +237,16 @@ def main(
     stdout = stdout or sys.stdout
     stderr = stderr or sys.stderr
     try:
-        args = build_parser().parse_args(list(argv) if argv is not None else None)
+        # intermixed: `plan a.yaml --catalog types.yaml b.yaml` reads a.yaml and b.yaml
+        with contextlib.redirect_stderr(stderr):  # usage errors go where the caller's stderr is
+            args = build_parser().parse_intermixed_args(list(argv) if argv is not None else None)
     except SystemExit as e:
         return int(e.code or 0)
     try:
-        inp = load_files(args.files)
-        cat_inp = load_files(args.catalog) if args.catalog else Inputs()
+        budget = input_budget(args)
+        inp = load_files(args.files, budget=budget)
+        cat_inp = load_files(args.catalog, budget=budget) if args.catalog else Inputs()
+        expand_workloads(inp)  # MAX_EXPANDED_PODS is bad input too
     except InputError as e:
         print(f"error: {e}", file=stderr)
         return 2
@@ -205,6 +255,9 @@ def main(
         return 2
     try:
         res = plan_from_inputs(inp, catalog)
+    except InputError as e:
+        print(f"error: {e}", file=stderr)
+        return 2
     except Exception as e:  # noqa: BLE001 - the CLI promises a one-line message, never a traceback
         if os.environ.get("LOADMASTER_DEBUG"):
             raise

@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from fractions import Fraction
 
-__all__ = ["QuantityError", "format_quantity", "parse_quantity"]
+__all__ = ["MAX_QUANTITY", "QuantityError", "format_quantity", "parse_quantity"]
 
 
 class QuantityError(ValueError):
@@ -33,43 +33,56 @@ _DECIMAL = {
 # a binary suffix, a decimal suffix or a decimal exponent.
 _QUANTITY = re.compile(
     r"^(?P<num>[+-]?(?:\d+(?:\.\d*)?|\.\d+))"
-    r"(?:(?P<bin>Ki|Mi|Gi|Ti|Pi|Ei)|(?P<exp>[eE][+-]?\d+)|(?P<dec>[numkMGTPE]?))$"
+    r"(?:(?P<bin>Ki|Mi|Gi|Ti|Pi|Ei)|(?P<exp>[eE][+-]?\d+)|(?P<dec>[numkMGTPE]?))$",
+    re.ASCII,  # "\d" is 0-9 only: Kubernetes refuses other scripts' digits
 )
-_MAX_MILLI = 2**120  # far beyond any real quantity; guards against "1e999999" eating memory
+# The largest quantity accepted, in units (cores, bytes, pods): 2**50, i.e. "1Pi" -- a pebibyte of memory, a
+# quadrillion cores. Far beyond any real node or NodePool limit, yet its milli-units (about 1.1e18) fit the
+# engine's int64 arrays with room for sums; "1e30" or "8Ei" are refused at parse time, naming the field.
+MAX_QUANTITY = 2**50
+_MAX_MILLI = MAX_QUANTITY * 1000
+_MAX_TEXT = 100  # characters: a longer number is no quantity anyone means (and int() of 5000 digits raises)
+
+
+def _quote(value: object) -> str:
+    text = repr(value) if not isinstance(value, str) or len(value) <= 40 else repr(value[:40])[:-1] + "…'"
+    return text if len(text) <= 60 else text[:59] + "…"
 
 
 def parse_quantity(value: str | int | float) -> int:
     """Parse a quantity into milli-units, rounding fractions of a milli-unit up (as the API server does)."""
     if isinstance(value, bool):
-        raise QuantityError(f"invalid quantity {value!r}")
+        raise QuantityError(f"invalid quantity {_quote(value)}")
     if isinstance(value, int):
+        if abs(value) > MAX_QUANTITY:
+            raise QuantityError(f"invalid quantity {_quote(value)}: more than the maximum 1Pi (2^50)")
         amount = Fraction(value)
     elif isinstance(value, float):
         if value != value or value in (float("inf"), float("-inf")):
-            raise QuantityError(f"invalid quantity {value!r}")
+            raise QuantityError(f"invalid quantity {_quote(value)}")
         # repr gives the shortest decimal that round-trips, so 0.1 means "0.1", not its binary expansion
         return parse_quantity(repr(value))
     elif isinstance(value, str):
         text = value.strip()
-        m = _QUANTITY.match(text)
+        m = _QUANTITY.match(text) if len(text) <= _MAX_TEXT else None
         if m is None:
-            raise QuantityError(f"invalid quantity {value!r}")
+            raise QuantityError(f"invalid quantity {_quote(value)}")
         number = Fraction(m.group("num"))
         if m.group("bin"):
             amount = number * _BINARY[m.group("bin")]
         elif m.group("exp"):
             exponent = int(m.group("exp")[1:])
             if abs(exponent) > 40:
-                raise QuantityError(f"invalid quantity {value!r}: exponent out of range")
+                raise QuantityError(f"invalid quantity {_quote(value)}: exponent out of range")
             amount = number * Fraction(10) ** exponent
         else:
             amount = number * _DECIMAL[m.group("dec") or ""]
     else:
-        raise QuantityError(f"invalid quantity {value!r}")
+        raise QuantityError(f"invalid quantity {_quote(value)}")
     milli = amount * 1000
     result = -((-milli.numerator) // milli.denominator)  # ceiling
     if abs(result) > _MAX_MILLI:
-        raise QuantityError(f"invalid quantity {value!r}: out of range")
+        raise QuantityError(f"invalid quantity {_quote(value)}: more than the maximum 1Pi (2^50)")
     return result
 
 

@@ -19,10 +19,18 @@ class RequirementError(ValueError):
 
 
 def _as_int(value: str) -> int | None:
+    """Go's strconv.Atoi: ASCII digits with an optional sign, no spaces or underscores (int() takes both,
+    and other scripts' digits); None otherwise."""
+    if len(value) > 19 or not value.isascii() or "_" in value or value != value.strip():
+        return None
     try:
         return int(value)
     except ValueError:
         return None
+
+
+def _k(key: str) -> str:
+    return key if len(key) <= 60 else key[:59] + "…"
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,7 +54,7 @@ class Requirement:
         vals = [str(v) for v in values]
         if operator == "In":
             if not vals:
-                raise RequirementError(f"operator In on {key} needs at least one value")
+                raise RequirementError(f"operator In on {_k(key)} needs at least one value")
             return cls(key, False, frozenset(vals), False, operator=operator)
         if operator == "NotIn":
             return cls(key, True, frozenset(vals), True, operator=operator)
@@ -56,7 +64,7 @@ class Requirement:
             return cls(key, False, frozenset(), True, operator=operator)
         if operator in ("Gt", "Lt", "Gte", "Lte"):
             if len(vals) != 1 or _as_int(vals[0]) is None:
-                raise RequirementError(f"operator {operator} on {key} needs exactly one integer value")
+                raise RequirementError(f"operator {operator} on {_k(key)} needs exactly one integer value")
             n = int(vals[0])
             # Gte/Lte become open bounds so that all four share one representation
             if operator == "Gt":
@@ -66,7 +74,7 @@ class Requirement:
             if operator == "Lt":
                 return cls(key, True, frozenset(), False, lt=n, operator=operator)
             return cls(key, True, frozenset(), False, lt=n + 1, operator=operator)
-        raise RequirementError(f"unknown operator {operator!r} on {key}")
+        raise RequirementError(f"unknown operator {_k(repr(operator))} on {_k(key)}")
 
     def _in_bounds(self, value: str) -> bool:
         if self.gt is None and self.lt is None:

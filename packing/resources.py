@@ -6,22 +6,32 @@ from collections.abc import Iterator, Mapping, Sequence
 
 from packing.quantity import QuantityError, format_quantity, parse_quantity
 
-__all__ = ["CPU", "EPHEMERAL_STORAGE", "MEMORY", "PODS", "Resources"]
+__all__ = ["CPU", "EPHEMERAL_STORAGE", "MAX_AMOUNT", "MEMORY", "PODS", "Resources"]
 
 CPU = "cpu"
 MEMORY = "memory"
 PODS = "pods"
 EPHEMERAL_STORAGE = "ephemeral-storage"
 
+# The largest amount, in milli-units, the scheduling and disruption engines work with: 2**60 (about 1.15e15
+# cpus, or 1 PiB of memory; the largest EC2 type has 32 TiB). The engines hold amounts in int64 arrays, and
+# a few amounts this large still add up without overflowing them. Beyond it the engines do not compute:
+# a NodePool limit above it is unbounded in practice (exact: it is compared as if it were 2**63 - 1), an
+# instance type with a larger capacity or overhead is left out of the catalog, a node's allocatable and the
+# requests of pods already running are clamped to it, and a pending pod that requests more than it is
+# unschedulable with a reason saying so.
+MAX_AMOUNT = 2**60
+
 
 class Resources(Mapping[str, int]):
     """Immutable mapping resource name -> milli-units; zero entries are dropped so equality is structural."""
 
-    __slots__ = ("_d", "_hash")
+    __slots__ = ("_d", "_hash", "_in_range")
 
     def __init__(self, values: Mapping[str, int] | None = None) -> None:
         self._d: dict[str, int] = {k: v for k, v in (values or {}).items() if v}
         self._hash: int | None = None
+        self._in_range: bool | None = None
 
     @classmethod
     def parse(cls, d: Mapping[str, str | int | float]) -> Resources:
@@ -95,6 +105,20 @@ class Resources(Mapping[str, int]):
 
     def to_strings(self) -> dict[str, str]:
         return {k: format_quantity(v, k) for k, v in sorted(self._d.items())}
+
+    def in_range(self) -> bool:
+        """Whether every amount is within [-MAX_AMOUNT, MAX_AMOUNT] (computed once per object)."""
+        hit = self._in_range
+        if hit is None:
+            vals = self._d.values()
+            hit = self._in_range = not vals or (max(vals) <= MAX_AMOUNT and min(vals) >= -MAX_AMOUNT)
+        return hit
+
+    def clamped(self) -> Resources:
+        """The same amounts, each clamped to [-MAX_AMOUNT, MAX_AMOUNT] (self when none needs it)."""
+        if self.in_range():
+            return self
+        return Resources({k: max(-MAX_AMOUNT, min(MAX_AMOUNT, v)) for k, v in self._d.items()})
 
     def as_dict(self) -> dict[str, int]:
         return dict(self._d)

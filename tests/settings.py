@@ -12,3 +12,7 @@ from console.settings import *  # noqa: E402,F403
 
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 WHITENOISE_AUTOREFRESH = True
+# One process per test run: the sign-in failure counts need no shared cache here.
+CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache", "LOCATION": "tests"}}
+# The Slack double of tests/alerts runs on 127.0.0.1 (over http): the only non-Slack host allowed.
+LOADMASTER_SLACK_ALLOWED_HOSTS = ["127.0.0.1"]

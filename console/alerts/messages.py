@@ -22,28 +22,49 @@ def _escape(text: str) -> str:
     return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
 
 
+def cluster_name() -> str:
+    """The name alerts give the cluster (LOADMASTER_CLUSTER_NAME; "demo" for the embedded demo)."""
+    from django.conf import settings
+
+    return str(getattr(settings, "LOADMASTER_CLUSTER_NAME", "") or "cluster")
+
+
 def build(*, title: str, state: str, fields: dict[str, str], details: list[str], nodepool: str,
-          at: datetime, link: str) -> tuple[str, list[dict[str, Any]]]:
-    """Return (plain-text fallback, blocks). ``state`` is fired/repeated/resolved/test."""
+          at: datetime, link: str, summary: str = "", cluster: str | None = None) -> tuple[str, list[dict[str, Any]]]:
+    """Return (plain-text fallback, blocks). ``state`` is fired/repeated/resolved/test.
+
+    The header says what and where once — state, cluster, rule — and every other block adds to it:
+    ``summary`` (the evaluation's sentence), the fields, the details, then the context (cluster,
+    NodePool, time). The fallback, which Slack shows in notifications, carries the same header once.
+    """
+    cluster = cluster if cluster is not None else cluster_name()
     prefix = {"fired": "🔴", "repeated": "🔁", "resolved": "✅", "test": "🧪"}.get(state, "")
-    header = _cut(f"{prefix} {title}".strip() + (" — resolved" if state == "resolved" else ""), MAX_HEADER)
+    suffix = {"resolved": " — resolved", "repeated": " — still firing"}.get(state, "")
+    header = _cut(f"{prefix} [{cluster}] {title}".strip() + suffix, MAX_HEADER)
     when = at.strftime("%Y-%m-%d %H:%M UTC")
     items = list(fields.items())[:MAX_FIELDS]
     blocks: list[dict[str, Any]] = [
         {"type": "header", "text": {"type": "plain_text", "text": header, "emoji": True}},
-        {"type": "section", "fields": [{"type": "mrkdwn", "text": _cut(f"*{k}*\n{v}", MAX_FIELD)} for k, v in items]},
     ]
+    if summary:
+        blocks.append({"type": "section", "text": {"type": "mrkdwn", "text": _cut(_escape(summary), MAX_SECTION)}})
+    if items:
+        blocks.append({"type": "section", "fields": [{"type": "mrkdwn", "text": _cut(f"*{k}*\n{v}", MAX_FIELD)}
+                                                     for k, v in items]})
     if details:
         blocks.append({"type": "section", "text": {"type": "mrkdwn", "text": _cut("\n".join(f"• {_escape(d)}" for d in details),
                                                                                  MAX_SECTION)}})
     blocks.append({"type": "context", "elements": [
-        {"type": "mrkdwn", "text": f"NodePool: *{nodepool or 'cluster'}*"},
+        {"type": "mrkdwn", "text": f"Cluster: *{_escape(cluster)}*"},
+        {"type": "mrkdwn", "text": f"NodePool: *{_escape(nodepool) or 'all'}*"},
         {"type": "mrkdwn", "text": when}]})
     blocks.append({"type": "actions", "elements": [
         {"type": "button", "text": {"type": "plain_text", "text": "Open in Loadmaster"}, "url": link[:3000]}]})
-    text = _cut(f"{header} | " + "; ".join(f"{k}: {v}" for k, v in items) + f" | {nodepool or 'cluster'} {when}",
-                MAX_SECTION)
-    return text, blocks[:MAX_BLOCKS]
+    parts = [header + (f": {summary}" if summary else "")]
+    if items:
+        parts.append("; ".join(f"{k}: {v}" for k, v in items))
+    parts.append(f"cluster {cluster}, NodePool {nodepool or 'all'}, {when}")
+    return _cut(" | ".join(parts), MAX_SECTION), blocks[:MAX_BLOCKS]
 
 
 def problems(blocks: list[dict[str, Any]]) -> list[str]:

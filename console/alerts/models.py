@@ -45,6 +45,10 @@ class Channel(models.Model):
 
     def get_secret(self) -> str:
         if self.secret_env:
+            from console.alerts.destinations import secret_env_problem
+
+            if secret_env_problem(self.secret_env):      # never SECRET_KEY, DATABASE_URL…
+                raise ValueError(f"secret_env {self.secret_env[:100]} is not under LOADMASTER_SLACK_")
             return os.environ.get(self.secret_env, "")
         return crypto.decrypt(self.secret_encrypted) if self.secret_encrypted else ""
 
@@ -92,6 +96,24 @@ class AlertRule(models.Model):
     @property
     def scope(self) -> str:
         return self.nodepool or "cluster"
+
+    @property
+    def threshold_display(self) -> str:
+        from console.alerts.units import rule_threshold
+
+        return rule_threshold(self)
+
+    @property
+    def window_display(self) -> str:
+        from console.alerts.units import minutes
+
+        return minutes(self.window_minutes)
+
+    @property
+    def cooldown_display(self) -> str:
+        from console.alerts.units import minutes
+
+        return minutes(self.cooldown_minutes)
 
 
 class AlertState(models.Model):

@@ -14,6 +14,7 @@ from datetime import datetime, timedelta
 from decimal import Decimal
 from typing import Any
 
+from console.alerts import units
 from console.alerts.models import PendingPod, StrandedMove
 from console.control.models import MetricSample
 from console.fleet.models import Decision
@@ -31,12 +32,8 @@ class Evaluation:
     details: list[str] = field(default_factory=list)
 
 
-def _money(x: Decimal | float) -> str:
-    return f"${Decimal(x):,.2f}"
-
-
-def _pct(x: float) -> str:
-    return f"{x:.1f}%"
+_money = units.money
+_pct = units.percent
 
 
 def month_end_forecast(samples: Sequence[Any], now: datetime) -> Decimal:
@@ -62,8 +59,8 @@ def evaluate_budget(samples: Sequence[Any], *, metric: str, threshold: Decimal, 
     over = value - threshold
     return Evaluation(scope=scope, firing=bool(samples) and value > threshold,
                       title=f"Budget: {label} {'over' if over > 0 else 'within'} {_money(threshold)} on {scope}",
-                      value=_money(value) + ("" if metric == "forecast" else "/h"),
-                      threshold=_money(threshold) + ("" if metric == "forecast" else "/h"),
+                      value=_money(value, "" if metric == "forecast" else "/h"),
+                      threshold=_money(threshold, "" if metric == "forecast" else "/h"),
                       change=f"{_money(over)} over" if over > 0 else f"{_money(-over)} under",
                       window="month to date" if metric == "forecast" else "latest minute")
 
@@ -80,8 +77,9 @@ def evaluate_spike(current: Any | None, history: Iterable[Any], *, threshold_pct
     firing = current is not None and bool(baseline) and change > float(threshold_pct)
     return Evaluation(scope=scope, firing=firing, title=f"Spend spike on {scope}",
                       value=f"{_money(value)}/h",
-                      threshold=f"baseline {_money(baseline)}/h +{threshold_pct}%" if baseline else "no baseline yet",
-                      change=f"{change:+.1f}%", window=f"{now.hour:02d}:00 over the last 7 days")
+                      threshold=f"baseline {_money(baseline, '/h')} + {_pct(threshold_pct)}" if baseline
+                      else "no baseline yet",
+                      change=_pct(change, sign=True), window=f"{now.hour:02d}:00 over the last 7 days")
 
 
 def evaluate_efficiency(samples: Sequence[Any], *, resource: str, threshold_pct: Decimal, window_minutes: int,
@@ -99,21 +97,13 @@ def evaluate_efficiency(samples: Sequence[Any], *, resource: str, threshold_pct:
     value = ratios[-1] if ratios else 0.0
     return Evaluation(scope=scope, firing=firing,
                       title=f"Low {resource.upper() if resource == 'cpu' else resource} packing efficiency on {scope}",
-                      value=_pct(value), threshold=f"below {threshold_pct}%",
-                      change=f"{value - float(threshold_pct):+.1f} pts", window=f"{window_minutes} min")
+                      value=_pct(value), threshold=f"below {_pct(threshold_pct)}",
+                      change=f"{units.signed(value - float(threshold_pct))} pts",
+                      window=units.minutes(window_minutes))
 
 
 def _age(delta: timedelta) -> str:
-    minutes = int(delta.total_seconds() // 60)
-    if minutes < 60:
-        return f"{minutes} min"
-    if minutes < 48 * 60:
-        return f"{minutes // 60} h {minutes % 60:02d} min"
-    return f"{minutes // 1440} d {minutes % 1440 // 60} h"
-
-
-def _count(x: Decimal) -> str:
-    return f"{x.normalize():f}"
+    return units.minutes(int(delta.total_seconds() // 60))
 
 
 def _short(text: str, limit: int) -> str:
@@ -177,13 +167,14 @@ def evaluate_stuck(pods: Sequence[Any], verdicts: Mapping[str, Sequence[dict[str
     oldest = f"longest {_age(now - stuck[0].since)}" if stuck else "—"
     return Evaluation(scope=scope, firing=len(stuck) >= needed, title=f"Pods stuck pending on {scope}",
                       value=f"{len(stuck)} stuck of {len(in_scope)} pending",
-                      threshold=f"≥ {_count(needed)} pods pending > {minutes} min", change=oldest,
-                      window=f"{minutes} min per pod", details=details)
+                      threshold=f"≥ {units.count(needed, 'pod')} pending > {units.minutes(minutes)}", change=oldest,
+                      window=f"{units.minutes(minutes)} per pod", details=details)
 
 
 def evaluate_interruptions(count: int, *, threshold: Decimal, scope: str) -> Evaluation:
     return Evaluation(scope=scope, firing=count > threshold, title=f"Spot interruptions on {scope}",
-                      value=f"{count} in the last hour", threshold=f"> {threshold} per hour", window="60 min")
+                      value=f"{count} in the last hour", threshold=f"> {units.count(threshold, 'interruption')} per hour",
+                      window=units.minutes(60))
 
 
 def evaluate_stranded(moves: Sequence[Any], *, min_savings_per_day: Decimal, hold_minutes: int, scope: str,
@@ -197,13 +188,13 @@ def evaluate_stranded(moves: Sequence[Any], *, min_savings_per_day: Decimal, hol
                    key=lambda m: (-Decimal(m.savings_per_hour), m.node))
     total = sum((Decimal(m.savings_per_hour) * 24 for m in worth), Decimal(0))
     details = [f"{_short(m.node, 80)} ({m.nodepool or 'no NodePool'}): {_short(m.reason, 160)} — saves "
-               f"{_money(Decimal(m.savings_per_hour) * 24)}/day ({_money(m.savings_per_hour)}/h), "
+               f"{_money(Decimal(m.savings_per_hour) * 24, '/day')} ({_money(m.savings_per_hour, '/h')}), "
                f"blocked {_age(now - m.first_seen)}" for m in worth[:10]]
     if len(worth) > 10:
         details.append(f"and {len(worth) - 10} more")
     blockers = sorted({m.blocked_by for m in worth})
     return Evaluation(scope=scope, firing=bool(worth), title=f"Stranded savings on {scope}: consolidation blocked",
-                      value=f"{_money(total)}/day", threshold=f"≥ {_money(min_savings_per_day)}/day per move",
+                      value=_money(total, "/day"), threshold=f"≥ {_money(min_savings_per_day, '/day')} per move",
                       change=f"{len(worth)} move(s) blocked by {', '.join(blockers)}" if worth else "—",
                       window=f"blocked > {_age(hold)}", details=details)
 

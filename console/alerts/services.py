@@ -18,7 +18,7 @@ from django.utils import timezone
 from console.alerts import messages, selectors
 from console.alerts.models import AlertEvent, AlertRule, AlertState, Channel, PendingPod, StrandedMove
 from console.alerts.selectors import Evaluation
-from console.alerts.transports import deliver
+from console.alerts.transports import MAX_ERROR, cut, deliver
 from console.fleet.models import Decision
 
 log = logging.getLogger(__name__)
@@ -88,7 +88,7 @@ def _link(rule: AlertRule) -> str:
 def render(rule: AlertRule, ev: Evaluation, state: str, now: datetime) -> tuple[str, list[dict[str, Any]]]:
     fields = {"Current value": ev.value, "Threshold / baseline": ev.threshold, "Change": ev.change,
               "Window": ev.window}
-    return messages.build(title=f"{rule.name}: {ev.title}", state=state, fields=fields, details=ev.details,
+    return messages.build(title=rule.name, summary=ev.title, state=state, fields=fields, details=ev.details,
                           nodepool=rule.nodepool, at=now, link=_link(rule))
 
 
@@ -112,7 +112,7 @@ def process_rule(rule: AlertRule, now: datetime, *, sleep: Callable[[float], Non
         state.save()
         return AlertEvent.objects.create(at=now, rule=rule, rule_name=rule.name, channel=rule.channel,
                                          scope=ev.scope, kind=action, summary=text[:2000],
-                                         delivered=delivered, delivery_error=error)
+                                         delivered=delivered, delivery_error=cut(error, MAX_ERROR))
 
 
 def _live_pending_pods() -> list[dict[str, Any]]:
@@ -298,15 +298,18 @@ def stranded_moves_record(*, report: Any, nodepools: Mapping[str, str], now: dat
 
 
 def send_test(channel: Channel, *, sleep: Callable[[float], None] = time.sleep) -> AlertEvent:
+    """One attempt, answered at once: this runs in a web request. (Alerts themselves are sent by the
+    Celery task, which retries and honours Retry-After.)"""
     now = timezone.now()
     base = getattr(settings, "LOADMASTER_PUBLIC_URL", "http://localhost:8000").rstrip("/")
-    text, blocks = messages.build(title=f"Test message from Loadmaster ({channel.name})", state="test",
+    text, blocks = messages.build(title=f"Test message ({channel.name})", state="test",
+                                  summary="If you can read this, Loadmaster's alerts reach this channel.",
                                   fields={"Channel": channel.name, "Kind": channel.get_kind_display()},
                                   details=[], nodepool="", at=now, link=f"{base}/alerts/channels/")
     if channel.disabled:
         # A test is how an operator checks a fix: give the channel another chance.
         channel.disabled, channel.disabled_reason = False, ""
         channel.save(update_fields=["disabled", "disabled_reason"])
-    delivered, error = deliver(channel, text, blocks, sleep=sleep)
+    delivered, error = deliver(channel, text, blocks, sleep=sleep, attempts=1)
     return AlertEvent.objects.create(at=now, channel=channel, kind=AlertEvent.TEST, summary=text[:2000],
-                                     delivered=delivered, delivery_error=error)
+                                     delivered=delivered, delivery_error=cut(error, MAX_ERROR))

@@ -3,6 +3,8 @@ discounts) applied to the catalog before packing, in order, and always shown as 
 
 from __future__ import annotations
 
+import re
+
 from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db import models
@@ -11,6 +13,12 @@ from django.utils import timezone
 from packing.catalog import PriceOverride, PricingError
 
 CAPACITY_TYPES = [("on-demand", "on-demand"), ("spot", "spot"), ("*", "both")]
+# What PriceOverride.matches compares with: "*", an instance family ("m5", "u-6tb1") or a whole
+# instance type name ("m5.large", "mac2-m2pro.metal") — the values of the karpenter.k8s.aws/instance-family
+# and node.kubernetes.io/instance-type labels. No other pattern or wildcard would ever match.
+SELECTOR_RE = re.compile(r"\*|[a-z][a-z0-9-]*(?:\.[a-z0-9-]+)?")
+SELECTOR_HELP = ('"*", an instance family such as "m5", or an instance type such as "m5.large" '
+                 "(lower case, as in the karpenter.k8s.aws/instance-family and node.kubernetes.io/instance-type labels)")
 
 
 class PriceOverrideRule(models.Model):
@@ -36,6 +44,9 @@ class PriceOverrideRule(models.Model):
                              capacity_type=self.capacity_type)
 
     def clean(self) -> None:
+        self.selector = (self.selector or "").strip()
+        if not SELECTOR_RE.fullmatch(self.selector):
+            raise ValidationError({"selector": f"Not a selector: give {SELECTOR_HELP}."})
         if (self.price is None) == (self.percent is None):
             raise ValidationError({"price": "Give exactly one of a fixed price or a percentage."})
         try:

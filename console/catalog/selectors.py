@@ -8,12 +8,23 @@ from typing import Any
 
 from console import adapters
 from packing.catalog import catalog_info
+from packing.catalog.allocatable import VM_MEMORY_OVERHEAD_PERCENT
 from packing.instancetype import InstanceType, Offering
 
 FAMILY = "karpenter.k8s.aws/instance-family"
 CATEGORY = "karpenter.k8s.aws/instance-category"
 ARCH = "kubernetes.io/arch"
 GPU_NAME = "karpenter.k8s.aws/instance-gpu-name"
+MEMORY_MIB = "karpenter.k8s.aws/instance-memory"
+# The share of an instance's memory the hypervisor and kernel keep: node capacity is the EC2 memory minus it.
+VM_OVERHEAD_PERCENT = f"{VM_MEMORY_OVERHEAD_PERCENT * 100:g}"
+
+
+def gib(mib: float) -> str:
+    """MiB as a person reads memory: "8 GiB", "7.4 GiB", "512 MiB"."""
+    if mib < 1024:
+        return f"{mib:.0f} MiB"
+    return f"{mib / 1024:.1f}".removesuffix(".0") + " GiB"
 
 
 @dataclass
@@ -38,6 +49,25 @@ class CatalogRow:
     @property
     def allocatable(self) -> dict[str, str]:
         return self.itype.allocatable.to_strings()
+
+    @property
+    def memory_ec2(self) -> str:
+        """The memory EC2 lists for the type (its instance-memory label), before any overhead."""
+        raw = self.itype.labels.get(MEMORY_MIB)
+        try:
+            return gib(float(str(raw)))
+        except ValueError:
+            return "–"
+
+    @property
+    def memory_capacity(self) -> str:
+        """What the node reports as capacity: the EC2 memory net of the VM overhead."""
+        return gib(self.itype.capacity.get("memory", 0) / 1000 / 2**20)
+
+    @property
+    def memory_allocatable(self) -> str:
+        """What pods can request: capacity minus kube-reserved, system-reserved and the eviction threshold."""
+        return gib(self.itype.allocatable.get("memory", 0) / 1000 / 2**20)
 
     @property
     def overridden(self) -> bool:

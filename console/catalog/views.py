@@ -22,6 +22,7 @@ def catalog(request: HttpRequest) -> HttpResponse:
     return render(request, "catalog/catalog.html", {
         "filters": filters, "page": page, "summary": selectors.catalog_summary(),
         "overrides": PriceOverrideRule.objects.all(), "override_form": PriceOverrideForm(),
+        "vm_overhead_percent": selectors.VM_OVERHEAD_PERCENT,
     })
 
 
@@ -42,6 +43,7 @@ def override_create(request: HttpRequest) -> HttpResponse:
     return render(request, "catalog/catalog.html", {
         "filters": CatalogFilterForm(choices=choices), "page": Paginator(selectors.catalog_rows(), 100).get_page(1),
         "summary": selectors.catalog_summary(), "overrides": PriceOverrideRule.objects.all(), "override_form": form,
+        "vm_overhead_percent": selectors.VM_OVERHEAD_PERCENT,
     }, status=400)
 
 

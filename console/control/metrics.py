@@ -22,7 +22,7 @@ from django.utils import timezone
 from console import adapters
 from console.backends.base import ClusterBackend
 from console.control.models import MetricSample
-from console.dashboards import selectors, services
+from console.dashboards import pod_startup, selectors, services
 from console.dashboards.selectors import NodeRow
 from console.fleet.models import Decision, EC2NodeClass, NodePool
 from packing.instancetype import InstanceType
@@ -120,6 +120,7 @@ def _money(value: float) -> Decimal:
 def metrics_record(*, cluster: ClusterBackend, now: datetime | None = None) -> list[MetricSample]:
     minute = (now or timezone.now()).replace(second=0, microsecond=0)
     live = selectors.live_cluster(cluster=cluster, now=minute)
+    pod_startup.pod_startups_record(pods=cluster.list_pods()[0], now=now or timezone.now())
 
     rows: dict[str, dict[str, Any]] = defaultdict(lambda: defaultdict(int))
     node: NodeRow

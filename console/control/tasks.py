@@ -10,29 +10,35 @@ from celery import shared_task
 from console.backends.factory import cloud_provider, cluster_backend
 from console.control.lifecycle import garbage_collect_run, interruption_run, lifecycle_run
 from console.control.provisioning import provision_run
+from console.dashboards import loop_stats
 
 
 @shared_task(ignore_result=True, time_limit=240, soft_time_limit=220)
+@loop_stats.timed(loop_stats.PROVISIONER)
 def provision() -> None:
     provision_run(cluster=cluster_backend(), cloud=cloud_provider())
 
 
 @shared_task(ignore_result=True, time_limit=120, soft_time_limit=100)
+@loop_stats.timed(loop_stats.LIFECYCLE)
 def lifecycle() -> None:
     lifecycle_run(cluster=cluster_backend(), cloud=cloud_provider())
 
 
 @shared_task(ignore_result=True, time_limit=120, soft_time_limit=100)
+@loop_stats.timed(loop_stats.GARBAGE_COLLECTION)
 def garbage_collect() -> None:
     garbage_collect_run(cloud=cloud_provider(), cluster=cluster_backend())
 
 
 @shared_task(ignore_result=True, time_limit=60, soft_time_limit=50)
+@loop_stats.timed(loop_stats.INTERRUPTION)
 def interruption() -> None:
     interruption_run(cluster=cluster_backend(), cloud=cloud_provider())
 
 
 @shared_task(ignore_result=True, time_limit=50, soft_time_limit=45)
+@loop_stats.timed(loop_stats.METRICS)
 def record_metrics() -> None:
     from console.control.metrics import metrics_record
 
@@ -40,6 +46,7 @@ def record_metrics() -> None:
 
 
 @shared_task(ignore_result=True, time_limit=120, soft_time_limit=100)
+@loop_stats.timed(loop_stats.DISRUPTION)
 def disrupt() -> None:
     from console.control.disruption import disrupt_run
 

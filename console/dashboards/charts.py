@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from datetime import datetime
+from datetime import datetime, timedelta
 from functools import lru_cache
 from typing import Any
 
@@ -26,13 +26,69 @@ def _template() -> dict[str, Any]:
     return pio.templates["plotly_white"].to_plotly_json()  # type: ignore[no-any-return]
 
 
-def _dict_html(div_id: str, data: list[dict[str, Any]], title: str, yaxis: str, **layout: Any) -> str:
-    """A time-series figure written as plain dicts and serialised without plotly's validators, which
-    cost ~40 ms per trace of a day of minutes; the traces are built here from known-good values."""
-    fig = {"data": data, "layout": {
-        "template": _template(), "height": _LAYOUT["height"], "autosize": True, "margin": _LAYOUT["margin"],
-        "hovermode": "x unified", "legend": _LAYOUT["legend"], "title": {"text": title},
-        "xaxis": {"title": {"text": "time (UTC)"}}, "yaxis": {"title": {"text": yaxis}}, **layout}}
+# A chart with a single sample in time is drawn as a marker on an hour centred on it: plotly's own range
+# for one point is a few milliseconds wide (ticks like 05:18:59.9995) and a lone point of a line is invisible.
+SINGLE_POINT_SPAN = timedelta(minutes=30)
+_TIME = "%Y-%m-%d %H:%M:%S"
+
+
+def _parse_time(value: str) -> datetime:
+    return datetime.strptime(value, _TIME if value.count(":") == 2 else "%Y-%m-%d %H:%M")
+
+
+def _isolated(ys: Sequence[Any]) -> bool:
+    """Whether some value has no neighbour to draw a line to (a gap on both sides, or it is alone)."""
+    for i, y in enumerate(ys):
+        if y is None:
+            continue
+        if (i == 0 or ys[i - 1] is None) and (i == len(ys) - 1 or ys[i + 1] is None):
+            return True
+    return False
+
+
+def _ranged(data: list[dict[str, Any]], layout: dict[str, Any], *, time_axis: bool, numeric_y: bool,
+            x_range: tuple[datetime, datetime] | None, empty_text: str) -> None:
+    """Make sparse figures readable: markers for points a line cannot show, an x range around a single
+    instant (or the window when there is none), y from zero, and a note on an empty chart."""
+    xs = {x for trace in data for x, y in zip(trace.get("x") or [], trace.get("y") or [], strict=False)
+          if y is not None}
+    for trace in data:
+        if trace.get("type") == "scatter" and trace.get("mode") == "lines" and _isolated(trace.get("y") or []):
+            trace["mode"] = "lines+markers"
+            trace.setdefault("marker", {"size": 7})
+    xaxis = layout.setdefault("xaxis", {})
+    if time_axis:
+        xaxis["type"] = "date"
+        if len(xs) == 1:
+            (only,) = xs
+            at = _parse_time(only)
+            xaxis["range"] = [(at - SINGLE_POINT_SPAN).strftime(_TIME), (at + SINGLE_POINT_SPAN).strftime(_TIME)]
+        elif not xs and x_range is not None:
+            xaxis["range"] = [x_range[0].strftime(_TIME), x_range[1].strftime(_TIME)]
+    if numeric_y:
+        yaxis = layout.setdefault("yaxis", {})
+        yaxis.setdefault("rangemode", "tozero")
+        values = [y for trace in data if trace.get("yaxis") in (None, "y") for y in trace.get("y") or []
+                  if isinstance(y, int | float)]
+        if not any(values):  # nothing, or only zeros: plotly would centre 0 in −1…1
+            yaxis["range"] = [0, 1]
+    if not xs:
+        layout["annotations"] = [{"text": empty_text, "showarrow": False, "xref": "paper", "yref": "paper",
+                                  "x": 0.5, "y": 0.5, "font": {"size": 14, "color": "#888"}}]
+
+
+def _dict_html(div_id: str, data: list[dict[str, Any]], title: str, yaxis: str, *, time_axis: bool = True,
+               numeric_y: bool = True, x_range: tuple[datetime, datetime] | None = None,
+               empty_text: str = "no samples in this window", **layout: Any) -> str:
+    """A figure written as plain dicts and serialised without plotly's validators, which cost ~40 ms per
+    trace of a day of minutes; the traces are built here from known-good values."""
+    full = {"template": _template(), "height": _LAYOUT["height"], "autosize": True, "margin": _LAYOUT["margin"],
+            "hovermode": "x unified", "legend": _LAYOUT["legend"], "title": {"text": title},
+            "xaxis": {"title": {"text": "time (UTC)"}}, "yaxis": {"title": {"text": yaxis}}, **layout}
+    if time_axis:
+        full.setdefault("showlegend", True)  # plotly hides the legend of a single trace: say what it is
+    _ranged(data, full, time_axis=time_axis, numeric_y=numeric_y, x_range=x_range, empty_text=empty_text)
+    fig = {"data": data, "layout": full}
     return pio.to_html(fig, validate=False, full_html=False, include_plotlyjs=False, div_id=div_id,
                        config={"displaylogo": False, "responsive": True})
 
@@ -49,28 +105,31 @@ def _line(name: str, times: list[str], ys: Sequence[float | None], hover: str, *
 
 
 def lines(div_id: str, title: str, yaxis: str, x: Sequence[datetime],
-          series: Mapping[str, Sequence[float | None]], *, stacked: bool = False, hover: str = "%{y:.4f}") -> str:
+          series: Mapping[str, Sequence[float | None]], *, stacked: bool = False, hover: str = "%{y:.4f}",
+          x_range: tuple[datetime, datetime] | None = None) -> str:
     times = _times(x)
     data = [_line(name, times, ys, hover, **({"stackgroup": "one"} if stacked else {})) for name, ys in series.items()]
-    return _dict_html(div_id, data, title, yaxis)
+    return _dict_html(div_id, data, title, yaxis, x_range=x_range)
 
 
 def bars(div_id: str, title: str, yaxis: str, labels: Sequence[str], values: Sequence[float],
          *, hover: str = "$%{y:.2f}") -> str:
     data = [{"type": "bar", "x": list(labels), "y": [float(v) for v in values], "name": yaxis,
              "hovertemplate": f"%{{x}}: {hover}<extra></extra>"}]
-    return _dict_html(div_id, data, title, yaxis, xaxis={"title": {"text": ""}}, hovermode="closest")
+    return _dict_html(div_id, data, title, yaxis, time_axis=False, empty_text="nothing in this window",
+                      xaxis={"title": {"text": ""}}, hovermode="closest")
 
 
-def efficiency(div_id: str, title: str, points: Sequence[Point]) -> str:
+def efficiency(div_id: str, title: str, points: Sequence[Point],
+               x_range: tuple[datetime, datetime] | None = None) -> str:
     x = [p.at for p in points]
     return lines(div_id, title, "requested ÷ allocatable (%)", x, {
         "CPU": [None if p.cpu_efficiency is None else 100 * p.cpu_efficiency for p in points],
         "memory": [None if p.memory_efficiency is None else 100 * p.memory_efficiency for p in points],
-    }, hover="%{y:.1f}%")
+    }, hover="%{y:.1f}%", x_range=x_range)
 
 
-def optimality(div_id: str, points: Sequence[Point]) -> str:
+def optimality(div_id: str, points: Sequence[Point], x_range: tuple[datetime, datetime] | None = None) -> str:
     """Cost against the engine's lower bound for the running pods, and the gap in $/h (left axis) and
     as cost ÷ bound (right axis). Minutes without a bound are gaps in the lines (null), never zeros."""
     times = _times([p.at for p in points])
@@ -82,7 +141,7 @@ def optimality(div_id: str, points: Sequence[Point]) -> str:
     return _dict_html(div_id, data, "Cost vs lower bound", "$ per hour",
                       yaxis2={"title": {"text": "cost ÷ bound"}, "overlaying": "y", "side": "right",
                               "rangemode": "tozero"},
-                      margin={"l": 60, "r": 60, "t": 50, "b": 90})
+                      margin={"l": 60, "r": 60, "t": 50, "b": 90}, x_range=x_range)
 
 
 def node_bars(div_id: str, rows: Sequence[NodeRow]) -> str:
@@ -102,7 +161,7 @@ def node_bars(div_id: str, rows: Sequence[NodeRow]) -> str:
     return _html(fig, div_id)
 
 
-def timeline_scatter(div_id: str, entries: Sequence[Any]) -> str:
+def timeline_scatter(div_id: str, entries: Sequence[Any], x_range: tuple[datetime, datetime] | None = None) -> str:
     by_kind: dict[str, list[Any]] = {}
     for e in entries:
         by_kind.setdefault(e.decision.kind, []).append(e)
@@ -114,7 +173,8 @@ def timeline_scatter(div_id: str, entries: Sequence[Any]) -> str:
             "text": [f"{e.decision.nodepool_name} — {e.decision.why[:120]}"
                      + (f" (saves ${e.savings_per_hour:.4f}/h)" if e.savings_per_hour is not None else "") for e in items],
             "hovertemplate": "%{x}<br>%{text}<extra></extra>"})
-    return _dict_html(div_id, data, "Decision timeline", "decision kind", hovermode="closest")
+    return _dict_html(div_id, data, "Decision timeline", "decision kind", hovermode="closest", numeric_y=False,
+                      x_range=x_range, empty_text="no decisions in this window")
 
 
 def _seconds(x: Sequence[datetime]) -> list[str]:

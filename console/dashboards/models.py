@@ -41,3 +41,62 @@ class MetricRollup(models.Model):
 
     def __str__(self) -> str:
         return f"{self.hour:%Y-%m-%d %H}h {self.nodepool or 'cluster'} ({self.samples} samples)"
+
+
+class DurationStat(models.Model):
+    """Cumulative figures of one timed operation of one control loop, kept in the database so every
+    web process serves the same counters (see console.dashboards.loop_stats). ``metric`` is
+    "reconcile" (a whole task run: controller_runtime_reconcile_*) or "scheduling" (the engine's
+    simulation inside a loop: karpenter_scheduler_scheduling_duration_seconds)."""
+
+    metric = models.CharField(max_length=16)
+    controller = models.CharField(max_length=64)
+    runs = models.BigIntegerField(default=0)
+    errors = models.BigIntegerField(default=0)
+    seconds_sum = models.FloatField(default=0.0)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["metric", "controller"], name="one_duration_stat")]
+
+    def __str__(self) -> str:
+        return f"{self.metric} {self.controller}: {self.runs} runs, {self.errors} errors"
+
+
+class DurationBucket(models.Model):
+    """One cumulative histogram bucket (runs that took at most ``le`` seconds) of a DurationStat:
+    a fixed set of rows per loop (Karpenter's duration buckets), incremented in SQL."""
+
+    metric = models.CharField(max_length=16)
+    controller = models.CharField(max_length=64)
+    le = models.FloatField()
+    count = models.BigIntegerField(default=0)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["metric", "controller", "le"], name="one_duration_bucket")]
+
+    def __str__(self) -> str:
+        return f"{self.metric} {self.controller} le={self.le}: {self.count}"
+
+
+class PodStartup(models.Model):
+    """One pod seen to become Ready: the time from its creation to its Ready condition's transition
+    (karpenter_pods_startup_duration_seconds). Rows older than a day are folded into SummaryCarry."""
+
+    uid = models.CharField(max_length=128, unique=True)
+    started_at = models.DateTimeField(db_index=True)
+    seconds = models.FloatField()
+
+    def __str__(self) -> str:
+        return f"{self.uid} ready after {self.seconds:.1f} s"
+
+
+class SummaryCarry(models.Model):
+    """The count and sum of observations pruned from a summary's table, so _count and _sum never go
+    down when old rows are deleted."""
+
+    metric = models.CharField(max_length=64, unique=True)
+    count = models.BigIntegerField(default=0)
+    seconds_sum = models.FloatField(default=0.0)
+
+    def __str__(self) -> str:
+        return f"{self.metric}: {self.count} pruned observations"

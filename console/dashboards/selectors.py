@@ -605,9 +605,29 @@ def savings_by_pool(*, window: str = DEFAULT_WINDOW, now: datetime | None = None
     return {k: v for k, v in _savings_by(window, now, None).items() if k}
 
 
-def cost_by_pool(*, window: str = DEFAULT_WINDOW, now: datetime | None = None) -> dict[str, float]:
-    """$ spent per pool in the window (Σ minute samples' hourly cost / 60)."""
-    return {pool: s.actual for pool, s in savings_by_pool(window=window, now=now).items()}
+UNMANAGED = "(no NodePool)"
+
+
+def cost_by_pool(*, window: str = DEFAULT_WINDOW, now: datetime | None = None,
+                 unmanaged: bool = False) -> dict[str, float]:
+    """$ spent per pool in the window (Σ minute samples' hourly cost / 60). With `unmanaged`, the cost of
+    nodes no NodePool manages (the cluster's samples minus the pools') is one more entry, UNMANAGED, so
+    the entries sum to the window's cost (window_cost) from the same samples."""
+    by_pool = _savings_by(window, now, None)
+    out = {pool: s.actual for pool, s in by_pool.items() if pool}
+    rest = by_pool.get("", Savings(0.0, 0.0, False)).actual - sum(out.values())
+    if unmanaged and abs(rest) > _NOISE_DOLLARS:
+        out[UNMANAGED] = rest
+    return out
+
+
+# Below this many dollars a remainder is float noise of six-decimal prices, not a node.
+_NOISE_DOLLARS = 1e-6
+
+
+def window_cost(*, nodepool: str = "", window: str = DEFAULT_WINDOW, now: datetime | None = None) -> float:
+    """$ spent in the window by the cluster (or one pool): what the per-pool and per-family figures sum to."""
+    return savings(nodepool=nodepool, window=window, now=now).actual
 
 
 def decisions_in_window(*, kinds: tuple[str, ...] | None = None, nodepool: str = "",
@@ -631,42 +651,203 @@ def family_of(instance_type: str) -> str:
     return instance_type.split(".", 1)[0] if instance_type else "unknown"
 
 
+def _cost_buckets(*, pools: Sequence[str] | None, window: str,
+                  now: datetime) -> list[tuple[str, datetime, datetime, float]]:
+    """(nodepool, start, end, $) for each sample of the window, read exactly as the per-pool costs are:
+    each minute sample stands for the minute before it (cost / 60); beyond a day, each hour's Σ cost / 60."""
+    if not is_long(window):
+        qs = _window_qs(window, now)
+        if pools is not None:
+            qs = qs.filter(nodepool__in=pools)
+        return [(pool, at - timedelta(minutes=1), at, _f(cost) / 60)
+                for pool, at, cost in qs.values_list("nodepool", "at", "cost_per_hour").order_by("nodepool", "at")]
+    # An hour's samples are at hh:00 … hh:59, each standing for the minute before it.
+    minute = timedelta(minutes=1)
+    return [(r["nodepool"], r["hour"] - minute, min(now, r["hour"] + 59 * minute), _f(r["cost_per_hour_sum"]) / 60)
+            for r in hour_sums(pools=pools, start=window_start(window, now), now=now)]
+
+
+def _family_weights(claims: Sequence[tuple[float, float, str, float]],
+                    buckets: Sequence[tuple[float, float]]) -> list[dict[str, float]]:
+    """For each bucket [a, b) (sorted, not overlapping) the weight of each instance family among the claims
+    (begin, end, family, $/h) alive in it — its price-seconds, in proportion — in one sweep over the claims'
+    launches and terminations. Consecutive buckets no launch or termination falls in share one dict (the
+    same object), so callers can add up their dollars and split them once."""
+    events = sorted([(b, price, fam) for b, _, fam, price in claims] + [(e, -price, fam) for _, e, fam, price in claims])
+    active: dict[str, float] = defaultdict(float)
+    out: list[dict[str, float]] = []
+    steady: dict[str, float] | None = None  # the active prices, while no event has changed them
+    i = 0
+    for a, b in buckets:
+        while i < len(events) and events[i][0] <= a:
+            active[events[i][2]] += events[i][1]
+            steady = None
+            i += 1
+        if i < len(events) and events[i][0] < b:
+            weights: dict[str, float] = defaultdict(float)
+            cursor = a
+            while i < len(events) and events[i][0] < b:
+                t, delta, fam = events[i]
+                for f, price in active.items():
+                    weights[f] += price * (t - cursor)
+                active[fam] += delta
+                cursor = t
+                i += 1
+            for f, price in active.items():
+                weights[f] += price * (b - cursor)
+            out.append({f: w for f, w in weights.items() if w > 1e-12})
+            steady = None
+            continue
+        if steady is None:
+            steady = {f: price for f, price in active.items() if price > 1e-12}
+        out.append(steady)
+    return out
+
+
 def cost_by_family(*, nodepool: str = "", window: str = DEFAULT_WINDOW,
                    now: datetime | None = None) -> dict[str, float]:
-    """$ per instance family in the window: each claim's price times the hours it lived inside the
-    window (from its launch, or creation, to its termination or now)."""
+    """$ per instance family in the window, from the same samples as the cost per NodePool: each pool's
+    cost in each minute (or hour) is split among the families of its NodeClaims alive then, in proportion
+    to their prices × the time they were alive in it ("unknown" when none was). For the whole cluster,
+    the nodes no NodePool manages are one more entry, UNMANAGED. The entries sum to window_cost()."""
     now = now or timezone.now()
-    start = now - WINDOWS[parse_window(window)]
-    claims = NodeClaim.objects.filter(Q(terminated_at__isnull=True) | Q(terminated_at__gt=start),
-                                      created_at__lt=now, price_per_hour__isnull=False)
-    if nodepool:
-        claims = claims.filter(nodepool_name=nodepool)
+    rows = _cost_buckets(pools=[nodepool] if nodepool else None, window=window, now=now)
+    by_pool: dict[str, list[tuple[datetime, datetime, float]]] = defaultdict(list)
+    for pool, a, b, dollars in rows:
+        by_pool[pool].append((a, b, dollars))
+    cluster = sum(d for _, _, d in by_pool.pop("", []))
+    earliest = min((a for pool_rows in by_pool.values() for a, _, _ in pool_rows), default=now)
+    claims: dict[str, list[tuple[float, float, str, float]]] = defaultdict(list)
+    qs = NodeClaim.objects.filter(Q(terminated_at__isnull=True) | Q(terminated_at__gt=earliest),
+                                  nodepool_name__in=list(by_pool), created_at__lt=now, price_per_hour__isnull=False)
+    far = now.timestamp() + 3600
+    for pool, itype, price, created, launched, terminated in qs.values_list(
+            "nodepool_name", "instance_type", "price_per_hour", "created_at", "launched_at", "terminated_at"):
+        claims[pool].append(((launched or created).timestamp(), terminated.timestamp() if terminated else far,
+                             family_of(itype), float(price)))
     out: dict[str, float] = defaultdict(float)
-    rows = claims.values_list("instance_type", "price_per_hour", "created_at", "launched_at", "terminated_at")
-    for itype, price, created, launched, terminated in rows:
-        begin = max(start, launched or created)
-        end = min(now, terminated or now)
-        if end > begin:
-            out[family_of(itype)] += float(price) * (end - begin).total_seconds() / 3600
+    for pool, pool_rows in by_pool.items():
+        weights = _family_weights(claims.get(pool, []), [(a.timestamp(), b.timestamp()) for a, b, _ in pool_rows])
+        runs: list[tuple[dict[str, float], float]] = []  # (weights, dollars) of runs of buckets sharing them
+        for (_, _, dollars), w in zip(pool_rows, weights, strict=True):
+            if runs and runs[-1][0] is w:
+                runs[-1] = (w, runs[-1][1] + dollars)
+            else:
+                runs.append((w, dollars))
+        for w, dollars in runs:
+            total = sum(w.values())
+            if not total:
+                out["unknown"] += dollars
+                continue
+            for fam, share in w.items():
+                out[fam] += dollars * share / total
+    if not nodepool:
+        rest = cluster - sum(d for pool_rows in by_pool.values() for _, _, d in pool_rows)
+        if abs(rest) > _NOISE_DOLLARS:
+            out[UNMANAGED] += rest
     return dict(sorted(out.items(), key=lambda kv: -kv[1]))
 
 
 # --- unschedulable reasons -------------------------------------------------------------------
 
-def reasons_history(*, window: str = DEFAULT_WINDOW,
-                    now: datetime | None = None) -> list[tuple[datetime, dict[str, float]]]:
-    """Pending pods by reason over time, from the cluster rows: every minute up to a day, beyond it
-    the hour's mean per reason (Σ over the hour's samples ÷ samples)."""
+# --- pending reasons as record_metrics stores them ---------------------------------------------------
+#
+# A cluster sample's `unschedulable_reasons` holds two views of the same pending pods:
+#   "nodepool gpu: taint … not tolerated": n   — per NodePool: each pod once in every pool that refuses it;
+#   "pod: nodepool default: limit cpu=…": n     — per pod: each pod once, under its deciding reason.
+# Samples written before the per-pod keys existed have only the first; their pods are counted once as
+# NOT_RECORDED (the sample's pending count minus the pods it does attribute).
+WAITING = "waiting for the provisioner"
+NO_REASON = "no reason recorded"
+NOT_RECORDED = "reason not recorded (older sample)"
+POD_PREFIX = "pod: "
+
+# How close a NodePool came to taking the pod, by the kind of reason it gives: a limit or capacity that
+# blocks a pod the pool is meant for decides more than a taint or a label the pod was never meant to match.
+_REASON_RANKS = (("limit ", 0), ("would be exceeded", 0), ("no instance type", 1), ("topology", 2),
+                 ("affinity", 2), ("requirement", 3), ("label", 3), ("taint", 4), ("nodepool unusable", 5))
+
+
+def _reason_rank(reason: str) -> int:
+    return next((rank for needle, rank in _REASON_RANKS if needle in reason), 2)
+
+
+def deciding_reason(reasons: Sequence[Mapping[str, Any]] | None) -> str:
+    """The one reason a pending pod is counted under: among its NodePools (in the scheduler's order,
+    highest weight first), the reason of the pool that came closest to taking it (see _REASON_RANKS)."""
+    items = [r for r in reasons or [] if isinstance(r, Mapping)]
+    if not items:
+        return NO_REASON
+    best = min(enumerate(items), key=lambda ir: (_reason_rank(str(ir[1].get("reason", ""))), ir[0]))[1]
+    pool, reason = best.get("nodepool") or "", str(best.get("reason", ""))
+    return f"nodepool {pool}: {reason}" if pool else reason
+
+
+def pending_reason_counts(verdicts: Iterable[Sequence[Mapping[str, Any]] | None]) -> dict[str, int]:
+    """What record_metrics stores as a cluster sample's `unschedulable_reasons`, from each pending pod's
+    newest unschedulable verdict (its `details["reasons"]`, or None when the provisioner has not given
+    one yet): both views, per NodePool and per pod (see above)."""
+    counts: dict[str, int] = defaultdict(int)
+    for reasons in verdicts:
+        if reasons is None:
+            counts[WAITING] += 1
+            counts[POD_PREFIX + WAITING] += 1
+            continue
+        for item in reasons:
+            if isinstance(item, Mapping):
+                counts[f"nodepool {item.get('nodepool')}: {item.get('reason')}"] += 1
+        counts[POD_PREFIX + deciding_reason(reasons)] += 1
+    return dict(counts)
+
+
+@dataclass(frozen=True)
+class ReasonsPoint:
+    at: datetime
+    per_pod: dict[str, float]    # each pending pod once, by its deciding reason: sums to `pending`
+    per_pool: dict[str, float]   # "nodepool X: reason" → pods that pool refuses for it (a pod in each pool)
+    pending: float
+
+
+def _split_reasons(counts: Mapping[str, Any], pending: float) -> tuple[dict[str, float], dict[str, float]]:
+    per_pod: dict[str, float] = {}
+    per_pool: dict[str, float] = {}
+    for key, n in counts.items():
+        if not isinstance(n, int | float):
+            continue
+        if key.startswith(POD_PREFIX):
+            per_pod[key[len(POD_PREFIX):]] = float(n)
+        else:
+            per_pool[key] = float(n)
+    rest = pending - sum(per_pod.values())
+    if rest > 1e-9:
+        per_pod[NOT_RECORDED] = rest
+    return per_pod, per_pool
+
+
+def reasons_points(*, window: str = DEFAULT_WINDOW, now: datetime | None = None) -> list[ReasonsPoint]:
+    """Pending pods by reason over time, both views, from the cluster rows: every minute up to a day,
+    beyond it the hour's mean (Σ over the hour's samples ÷ samples)."""
     now = now or timezone.now()
+    out = []
     if not is_long(window):
         qs = MetricSample.objects.filter(nodepool="", at__gt=window_start(window, now), at__lte=now)
-        return [(r["at"], dict(r["unschedulable_reasons"] or {}))
-                for r in qs.order_by("at").values("at", "unschedulable_reasons")]
-    out = []
+        for at, counts, pending in qs.order_by("at").values_list("at", "unschedulable_reasons", "pods_pending"):
+            per_pod, per_pool = _split_reasons(counts or {}, float(pending))
+            out.append(ReasonsPoint(at, per_pod, per_pool, float(pending)))
+        return out
     for r in hour_sums(pools=[""], start=window_start(window, now), now=now, reasons=True):
         n = r["samples"] or 1
-        out.append((r["hour"], {k: v / n for k, v in sorted((r["unschedulable_reasons_sum"] or {}).items())}))
+        sums = r["unschedulable_reasons_sum"] or {}
+        per_pod, per_pool = _split_reasons({k: v / n for k, v in sorted(sums.items())
+                                            if isinstance(v, int | float)}, _f(r["pods_pending_sum"]) / n)
+        out.append(ReasonsPoint(r["hour"], per_pod, per_pool, _f(r["pods_pending_sum"]) / n))
     return out
+
+
+def reasons_history(*, window: str = DEFAULT_WINDOW,
+                    now: datetime | None = None) -> list[tuple[datetime, dict[str, float]]]:
+    """The per-NodePool view of reasons_points() (each pod once in every pool that refuses it)."""
+    return [(p.at, p.per_pool) for p in reasons_points(window=window, now=now)]
 
 
 def reasons_nodepool(reason: str) -> str:

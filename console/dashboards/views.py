@@ -45,6 +45,11 @@ def _filters(request: HttpRequest) -> tuple[str, str, datetime]:
     return window, pool if pool in pools else "", timezone.now()
 
 
+def _span(window: str, now: datetime) -> tuple[datetime, datetime]:
+    """The window's time range: what a chart shows when it has no sample to range on."""
+    return selectors.window_start(window, now), now
+
+
 def _ctx(request: HttpRequest, page: str, window: str, pool: str, **extra: Any) -> dict[str, Any]:
     return {"page": page, "window": window, "nodepool": pool, "windows": list(selectors.WINDOWS),
             "nodepools": getattr(request, "_dashboard_pools", None) or selectors.nodepools(), "plotly_url": reverse("dashboards:plotly-js", args=[plotly.__version__]),
@@ -58,15 +63,16 @@ def overview(request: HttpRequest) -> HttpResponse:
     summary = selectors.cost_summary(nodepool=pool, now=now, nodes=_live_nodes(request, now))
     points = selectors.history(nodepool=pool, window=window, now=now)
     x = [p.at for p in points]
+    span = _span(window, now)
     figures = [
-        charts.efficiency("chart-efficiency", "Bin-packing efficiency", points),
+        charts.efficiency("chart-efficiency", "Bin-packing efficiency", points, x_range=span),
         charts.lines("chart-cost", "Cost per hour", "$ per hour", x, {
             "actual": [p.cost for p in points], "on-demand equivalent": [p.on_demand for p in points],
-            "stranded (unrequested)": [p.stranded for p in points]}, hover="$%{y:.4f}/h"),
-        charts.optimality("chart-optimality", points),
+            "stranded (unrequested)": [p.stranded for p in points]}, hover="$%{y:.4f}/h", x_range=span),
+        charts.optimality("chart-optimality", points, x_range=span),
         charts.lines("chart-nodes", "Nodes and pending pods", "count", x, {
             "nodes": [p.nodes for p in points], "spot nodes": [p.spot_nodes for p in points],
-            "pending pods": [p.pods_pending for p in points]}, hover="%{y:.1f}"),
+            "pending pods": [p.pods_pending for p in points]}, hover="%{y:.1f}", x_range=span),
     ]
     return render(request, "dashboards/overview.html",
                   _ctx(request, "overview", window, pool, summary=summary, figures=figures))
@@ -90,7 +96,7 @@ def binpacking(request: HttpRequest) -> HttpResponse:
     shown = rows[:NODE_LIMIT]
     figures = [charts.node_bars("chart-nodes", shown),
                charts.lines("chart-pool-efficiency", "Efficiency per NodePool", "requested ÷ allocatable (%)",
-                            [q.at for q in x_any], series, hover="%{y:.1f}%")]
+                            [q.at for q in x_any], series, hover="%{y:.1f}%", x_range=_span(window, now))]
     return render(request, "dashboards/binpacking.html",
                   _ctx(request, "binpacking", window, pool, rows=shown, nodes_total=len(rows), figures=figures))
 
@@ -107,7 +113,7 @@ def spot(request: HttpRequest) -> HttpResponse:
     figures = [
         charts.lines("chart-spot-cost", "Actual cost vs on-demand equivalent", "$ per hour", x, {
             "actual": [p.cost for p in points], "on-demand equivalent": [p.on_demand for p in points]},
-            hover="$%{y:.4f}/h"),
+            hover="$%{y:.4f}/h", x_range=_span(window, now)),
         charts.bars("chart-spot-pools", "Spot savings per NodePool in the window", "$ saved",
                     list(by_pool), [s.saved for s in by_pool.values()]),
     ]
@@ -120,35 +126,51 @@ def spot(request: HttpRequest) -> HttpResponse:
 @require_GET
 def unschedulable(request: HttpRequest) -> HttpResponse:
     window, pool, now = _filters(request)
-    hist = selectors.reasons_history(window=window, now=now)
-    reasons = sorted({r for _, counts in hist for r in counts
-                      if not pool or selectors.reasons_nodepool(r) in (pool, "")})
-    x = [at for at, _ in hist]
-    figures = [charts.lines("chart-reasons", "Pending pods by reason", "pending pods", x,
-                            {r: [c.get(r, 0) for _, c in hist] for r in reasons} or {"no pending pods": [0] * len(x)},
-                            stacked=True, hover="%{y:.1f} pods")]
+    points = selectors.reasons_points(window=window, now=now)
+    x = [p.at for p in points]
+
+    def series(view: str) -> dict[str, list[float]]:
+        names = sorted({r for p in points for r in getattr(p, view)
+                        if not pool or selectors.reasons_nodepool(r) in (pool, "")})
+        return {r: [getattr(p, view).get(r, 0) for p in points] for r in names}
+
+    # Each pending pod once, under its deciding reason (the stack's height is the number of pending pods);
+    # and, as its own chart, what each NodePool says (a pod refused by three pools is in three lines).
+    per_pod, per_pool = series("per_pod"), series("per_pool")
+    figures = [charts.lines("chart-reasons", "Pending pods by deciding reason", "pending pods", x,
+                            per_pod or {"no pending pods": [0] * len(x)}, stacked=True, hover="%{y:.1f} pods",
+                            x_range=_span(window, now)),
+               charts.lines("chart-reasons-pools", "Pods each NodePool refuses, by reason (a pod counts in every "
+                            "NodePool that refuses it)", "pods refused", x,
+                            per_pool or {"no pending pods": [0] * len(x)}, hover="%{y:.1f} pods",
+                            x_range=_span(window, now))]
+    pending = selectors.pending_now(nodepool=pool, now=now)
+    for p in pending:
+        p["deciding"] = selectors.deciding_reason(p["reasons"])
     return render(request, "dashboards/unschedulable.html", _ctx(
-        request, "unschedulable", window, pool, figures=figures,
-        pending=selectors.pending_now(nodepool=pool, now=now)))
+        request, "unschedulable", window, pool, figures=figures, pending=pending))
 
 
 @require_GET
 def cost(request: HttpRequest) -> HttpResponse:
     window, pool, now = _filters(request)
-    by_pool = selectors.cost_by_pool(window=window, now=now)
+    # Both breakdowns come from the same samples and sum to the window's cost (nodes without a NodePool
+    # are an entry of their own in each).
+    by_pool = selectors.cost_by_pool(window=window, now=now, unmanaged=True)
     if pool:
         by_pool = {k: v for k, v in by_pool.items() if k == pool}
     families = selectors.cost_by_family(nodepool=pool, window=window, now=now)
+    total = selectors.window_cost(nodepool=pool, window=window, now=now)
     entries = selectors.timeline(nodepool=pool, window=window, now=now)
     figures = [
         charts.bars("chart-cost-pools", "Cost per NodePool in the window", "$", list(by_pool), list(by_pool.values())),
         charts.bars("chart-cost-families", "Cost per instance family in the window", "$",
                     list(families), list(families.values())),
-        charts.timeline_scatter("chart-timeline", entries),
+        charts.timeline_scatter("chart-timeline", entries, x_range=_span(window, now)),
     ]
     return render(request, "dashboards/cost.html", _ctx(
         request, "cost", window, pool, figures=figures, entries=entries, by_pool=by_pool, families=families,
-        kinds=dict(Decision.KIND_CHOICES)))
+        total=total, kinds=dict(Decision.KIND_CHOICES)))
 
 
 @lru_cache(maxsize=1)

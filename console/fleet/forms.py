@@ -18,6 +18,7 @@ from django.core.exceptions import ValidationError
 
 from console.fleet import validation
 from console.fleet.models import EC2NodeClass, NodePool
+from packing.yamlinput import load_one
 
 _ROW_PATH = re.compile(r"^\[(\d+)\](?:\.(\w+))?(?:\[\d+\])?: (.*)$", re.S)
 
@@ -51,11 +52,12 @@ def parse_yaml_list(text: str) -> list[Any]:
     if not text.strip():
         return []
     try:
-        value = yaml.safe_load(text)
+        value = load_one(text)  # the shared bounded reader: tags, aliases and duplicate keys are input errors
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" at line {mark.line + 1}" if mark else ""
-        raise ValidationError(f"not valid YAML{where}: {getattr(exc, 'problem', exc)}") from None
+        problem = str(getattr(exc, "problem", None) or exc).splitlines()[0]
+        raise ValidationError(f"not valid YAML{where}: {problem[:200]}") from None
     if value is None:
         return []
     if not isinstance(value, list):

@@ -29,6 +29,9 @@ from typing import Any
 
 import yaml
 
+from packing import yamlinput
+from packing.yamlinput import brief
+
 NODEPOOL_API_VERSION = "karpenter.sh/v1"
 NODECLASS_API_VERSION = "karpenter.k8s.aws/v1"
 NODEPOOL_KIND = "NodePool"
@@ -191,40 +194,11 @@ def nodeclass_to_manifest(values: Mapping[str, Any]) -> dict[str, Any]:
 
 # --- YAML dialect -----------------------------------------------------------------------------------
 
-class _Loader(yaml.SafeLoader):
-    """YAML as kubectl reads it: timestamps stay strings, keys are strings, a key given twice is an error."""
-
-
-_Loader.yaml_implicit_resolvers = {
-    first: [(tag, regexp) for tag, regexp in resolvers if tag != "tag:yaml.org,2002:timestamp"]
-    for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
-}
-
-
-def _construct_mapping(loader: _Loader, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
-    loader.flatten_mapping(node)
-    mapping: dict[Any, Any] = {}
-    for key_node, value_node in node.value:
-        key = loader.construct_object(key_node, deep=deep)
-        if not isinstance(key, str | int | float | bool) and key is not None:
-            raise yaml.constructor.ConstructorError(
-                "while constructing a mapping", node.start_mark, f"unsupported key {key!r}", key_node.start_mark)
-        if not isinstance(key, str):
-            # JSON keys are strings; kubectl's YAML-to-JSON step spells scalar keys the Go way.
-            key = "null" if key is None else str(key).lower() if isinstance(key, bool) else str(key)
-        if key in mapping:
-            raise yaml.constructor.ConstructorError(
-                "while constructing a mapping", node.start_mark, f"key {key!r} is given twice", key_node.start_mark)
-        mapping[key] = loader.construct_object(value_node, deep=deep)
-    return mapping
-
-
-_Loader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping)
-
-
 def load_yaml_documents(text: str) -> list[Any]:
-    """All documents of a YAML stream; raises yaml.YAMLError (with problem_mark) when malformed."""
-    return list(yaml.load_all(text, Loader=_Loader))  # _Loader is a SafeLoader
+    """All documents of a YAML stream, read by packing.yamlinput as kubectl reads YAML (timestamps stay strings,
+    keys are strings, a key given twice is an error) and bounded (aliases, nesting, tags: see that module).
+    Raises yaml.YAMLError (with problem and problem_mark) when malformed or refused."""
+    return list(yamlinput.load_all(text))
 
 
 class _Dumper(yaml.SafeDumper):
@@ -237,7 +211,8 @@ _GO_AMBIGUOUS = re.compile(r"^([yYnN]|[-+]?([0-9][0-9_]*)?\.?[0-9_]*[eE][-+]?[0-
 
 
 def _represent_str(dumper: _Dumper, value: str) -> yaml.ScalarNode:
-    if _GO_AMBIGUOUS.match(value):
+    # YAML 1.1 line breaks other than \n: written raw, libyaml (the reader) folds them; escaped in double quotes
+    if _GO_AMBIGUOUS.match(value) or any(c in value for c in "\x85\u2028\u2029"):
         return dumper.represent_scalar("tag:yaml.org,2002:str", value, style='"')
     if "\n" in value:
         return dumper.represent_scalar("tag:yaml.org,2002:str", value, style="|")
@@ -284,7 +259,7 @@ def _unknown_fields(doc: Mapping[str, Any], known: set[tuple[str, ...]], leaves:
             if prefix == ("metadata",) and key in _IGNORED_METADATA:
                 continue
             if path not in known:
-                unknown.append(".".join(path))
+                unknown.append(".".join(p if len(p) <= 60 else p[:59] + "…" for p in path))
                 continue
             walk(child, path)
 
@@ -307,16 +282,16 @@ def _node_class_ref(doc: Mapping[str, Any], problems: list[tuple[str, str]]) -> 
         return None
     for key in sorted(set(map(str, ref)) - {"group", "kind", "name"}):
         hint = " (v1 uses group instead of apiVersion)" if key == "apiVersion" else ""
-        problems.append((f"{where}.{key}", f"unknown field{hint}"))
+        problems.append((f"{where}.{key if len(key) <= 60 else key[:59] + '…'}", f"unknown field{hint}"))
     for key in ("group", "kind", "name"):
         if ref.get(key) in (None, ""):
             problems.append((f"{where}.{key}", f"{key} may not be empty"))
         elif not isinstance(ref[key], str):
             problems.append((f"{where}.{key}", "must be a string"))
     if ref.get("group") not in (None, "", NODECLASS_GROUP):
-        problems.append((f"{where}.group", f"must be {NODECLASS_GROUP} (got {ref.get('group')!r})"))
+        problems.append((f"{where}.group", f"must be {NODECLASS_GROUP} (got {brief(ref.get('group'))})"))
     if ref.get("kind") not in (None, "", NODECLASS_KIND):
-        problems.append((f"{where}.kind", f"must be {NODECLASS_KIND} (got {ref.get('kind')!r})"))
+        problems.append((f"{where}.kind", f"must be {NODECLASS_KIND} (got {brief(ref.get('kind'))})"))
     return ref.get("name")
 
 
@@ -367,12 +342,12 @@ def fields_from_manifest(doc: Mapping[str, Any]) -> tuple[dict[str, Any], list[t
             values[field] = copy.deepcopy(defaults.get(field))
             continue
         if field in _STRING_FIELDS and not isinstance(value, str):
-            problems.append((".".join(path), f"must be a string, got {value!r}"))
+            problems.append((".".join(path), f"must be a string, got {brief(value)}"))
             continue
         value = _integral_floats_to_ints(value)
         if field == "weight":
             if not isinstance(value, int) or isinstance(value, bool):
-                problems.append((".".join(path), f"must be an integer from 1 to 100, got {value!r}"))
+                problems.append((".".join(path), f"must be an integer from 1 to 100, got {brief(value)}"))
                 continue
         values[field] = copy.deepcopy(value)
 

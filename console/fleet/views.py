@@ -51,7 +51,11 @@ def _yaml_response(text: str, filename: str) -> HttpResponse:
 def nodepool_list(request: HttpRequest) -> HttpResponse:
     filterset = NodePoolFilterSet(request.GET, queryset=NodePool.objects.all())
     pools = selectors.nodepool_list(queryset=filterset.qs)
-    return render(request, "fleet/nodepool_list.html", {"filter": filterset, "pools": pools})
+    deleted = selectors.deleted_nodepools() if not request.GET else []   # "NodePool deleted", still billed
+    return render(request, "fleet/nodepool_list.html", {
+        "filter": filterset, "pools": pools, "deleted_pools": deleted,
+        "total_nodes": sum(u.nodes for u in pools) + sum(d.nodes for d in deleted),
+        "total_cost_per_hour": selectors.fleet_cost_per_hour(usages=pools, deleted=deleted)})
 
 
 def nodepool_detail(request: HttpRequest, name: str) -> HttpResponse:
@@ -107,6 +111,8 @@ class NodePoolEditView(View):
 
 
 class _DeleteView(View):
+    # GET asks, POST deletes; an HTTP DELETE would land on the delete(obj, request) helper below.
+    http_method_names = ["get", "post", "head", "options"]
     model: type[Model]
     template_name = "fleet/confirm_delete.html"
     list_url = ""
@@ -115,7 +121,9 @@ class _DeleteView(View):
         require_operator(request)
         obj = get_object_or_404(self.model, name=name)
         return render(request, self.template_name, {"object": obj, "kind": self.model._meta.verbose_name,
-                                                    "cancel_url": obj.get_absolute_url()})  # type: ignore[attr-defined]
+                                                    "cancel_url": obj.get_absolute_url(),  # type: ignore[attr-defined]
+                                                    "impact": selectors.nodepool_deletion_impact(nodepool=obj)
+                                                    if isinstance(obj, NodePool) else None})
 
     def post(self, request: HttpRequest, name: str) -> HttpResponse:
         require_operator(request)
@@ -234,10 +242,12 @@ def nodeclaim_detail(request: HttpRequest, name: str) -> HttpResponse:
 
 def decision_list(request: HttpRequest) -> HttpResponse:
     filterset = DecisionFilterSet(request.GET, queryset=Decision.objects.all())
+    # An invalid filter is shown at its field (400) and lists nothing, rather than being ignored.
+    valid = filterset.is_valid()
     return render(request, "fleet/decision_list.html", {
-        "filter": filterset, "page": _page(request, filterset.qs),
+        "filter": filterset, "page": _page(request, filterset.qs if valid else Decision.objects.none()),
         "pools": NodePool.objects.values_list("name", flat=True),
-    })
+    }, status=200 if valid else 400)
 
 
 def decision_detail(request: HttpRequest, pk: int) -> HttpResponse:

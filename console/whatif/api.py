@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.core.exceptions import ValidationError as DjangoValidationError
 from drf_spectacular.utils import OpenApiExample, OpenApiResponse, extend_schema, inline_serializer
 from rest_framework import serializers, status
 from rest_framework.exceptions import NotFound, ValidationError
@@ -17,7 +18,6 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from console.backends.factory import cluster_backend
-from console.fleet import validation
 from console.fleet.models import EC2NodeClass, NodePool
 from console.whatif import services
 
@@ -31,11 +31,23 @@ class PreviewRequest(serializers.Serializer):
 
 
 _PLAN_SIDE = inline_serializer("WhatIfSide", fields={
-    "launch": serializers.ListField(child=serializers.DictField()),
-    "remove": serializers.ListField(child=serializers.CharField()),
+    "launch": serializers.ListField(child=serializers.DictField(), help_text="NodeClaims for pending pods."),
+    "replacements": serializers.ListField(child=serializers.DictField(),
+                                          help_text="NodeClaims disruption launches, each with the nodes it "
+                                                    "replaces and the reason (drifted, underutilized, …)."),
+    "remove": serializers.ListField(child=serializers.CharField(), help_text="Names of the nodes removed."),
+    "removals": serializers.ListField(child=serializers.DictField(),
+                                      help_text="Each removed node with its action type, reason, why and "
+                                                "replacements."),
+    "held_back": serializers.ListField(child=serializers.DictField(),
+                                       help_text="Nodes a disruption budget holds back for a later round."),
     "cost_per_hour_existing": serializers.FloatField(),
     "cost_per_hour_launch": serializers.FloatField(),
-    "cost_per_hour_consolidation_savings": serializers.FloatField(),
+    "cost_per_hour_replacements": serializers.FloatField(),
+    "cost_per_hour_consolidation_savings": serializers.FloatField(help_text="Σ of the actions' savings; "
+                                                                            "negative when they cost more."),
+    "cost_per_hour_disruption_change": serializers.FloatField(help_text="Signed: what disruption adds to the "
+                                                                        "fleet's cost (−savings)."),
     "cost_per_hour_after": serializers.FloatField(),
     "lower_bound_per_hour": serializers.FloatField(allow_null=True),
     "distance_from_lower_bound": serializers.FloatField(allow_null=True),
@@ -46,6 +58,9 @@ _PLAN_SIDE = inline_serializer("WhatIfSide", fields={
 PREVIEW_RESPONSE = inline_serializer("WhatIfPreview", fields={
     "kind": serializers.CharField(), "name": serializers.CharField(),
     "before": _PLAN_SIDE, "after": _PLAN_SIDE,
+    "deltas": serializers.DictField(help_text="after − before, signed: the cost figures ($/h) and, as "
+                                              "<list>_count, the number of launches, replacements, removals, "
+                                              "held-back nodes and unschedulable pods."),
     "becomes_unschedulable": serializers.ListField(child=serializers.DictField()),
     "becomes_schedulable": serializers.ListField(child=serializers.DictField()),
     "cost_per_hour_delta": serializers.FloatField(),
@@ -54,9 +69,17 @@ PREVIEW_RESPONSE = inline_serializer("WhatIfPreview", fields={
 POD_WHY_RESPONSE = inline_serializer("PodWhy", fields={
     "pod": serializers.CharField(), "pending": serializers.BooleanField(),
     "schedulable": serializers.BooleanField(required=False),
+    "requests": serializers.DictField(child=serializers.CharField(), required=False,
+                                      help_text="The pod's requests as Kubernetes quantities."),
     "pools": inline_serializer("PodWhyPool", many=True, fields={
         "nodepool": serializers.CharField(), "reason": serializers.CharField(),
-        "suggestion": serializers.CharField(allow_null=True), "verified": serializers.BooleanField()}),
+        "suggestion": serializers.CharField(allow_null=True), "verified": serializers.BooleanField(),
+        "change_kind": serializers.ChoiceField(choices=list(services.CHANGE_KINDS), allow_null=True),
+        "change": serializers.CharField(allow_null=True, help_text="What kind of change the suggestion is."),
+        "cost_per_hour": serializers.FloatField(allow_null=True, help_text="What the change adds to this "
+                                                                          "provisioning run's launches, $/h."),
+        "recommended": serializers.BooleanField(help_text="The smallest, then cheapest, change: rows are "
+                                                          "ordered by it.")}),
 })
 
 NODE_WHY_RESPONSE = inline_serializer("NodeWhy", fields={
@@ -65,6 +88,9 @@ NODE_WHY_RESPONSE = inline_serializer("NodeWhy", fields={
     "blocked_kind": serializers.ChoiceField(choices=["pdb", "do-not-disrupt", "budget"], allow_null=True),
     "savings_per_hour": serializers.FloatField(allow_null=True),
     "action": serializers.DictField(allow_null=True), "cheapest_replacement": serializers.DictField(allow_null=True),
+    "nodepool_deleted": serializers.BooleanField(required=False, help_text="Its NodePool was deleted: the node "
+                                                                           "is being drained and terminated."),
+    "nodepool": serializers.CharField(required=False), "claim": serializers.CharField(required=False),
 })
 
 
@@ -93,10 +119,11 @@ class PreviewView(APIView):
         if unknown:
             raise ValidationError({"values": [f"unknown field {k}" for k in unknown]})
         merged = {**(saved.field_values() if saved else {"name": values.get("name", "")}), **values}
-        check = validation.check_nodepool if kind == "nodepool" else validation.check_nodeclass
-        issues = check(merged)
-        if issues:
-            raise ValidationError({i.field: [i.located()] for i in issues})
+        # What saving runs: the model's full_clean(), whose clean() is console/fleet/validation.py.
+        try:
+            services.edited_instance(model, merged, saved).full_clean(validate_unique=False)
+        except DjangoValidationError as exc:
+            raise ValidationError(exc.message_dict if hasattr(exc, "error_dict") else {"values": exc.messages}) from None
         result = services.preview_nodepool_change(values=merged, name=name or None, kind=kind, cluster=cluster_backend())
         return Response(result, status=status.HTTP_200_OK)
 

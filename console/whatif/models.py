@@ -25,6 +25,11 @@ class Snapshot(models.Model):
     taken_at = models.DateTimeField(default=timezone.now)
     created_at = models.DateTimeField(default=timezone.now, editable=False)
     created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
+    # The replay ({"plan", "consolidate", "seconds"}), computed once — at upload, or when an operator asks
+    # for it again — and stored: a page view reads it, never recomputes it. Null: not replayed yet.
+    replay = models.JSONField(null=True, blank=True)
+    replayed_at = models.DateTimeField(null=True, blank=True)
+    replay_error = models.TextField(blank=True, default="")  # why the last replay failed ("" if it did not)
 
     class Meta:
         ordering = ["-created_at", "-pk"]

@@ -12,6 +12,7 @@ from __future__ import annotations
 import copy
 import dataclasses
 import io
+import logging
 import math
 import re
 import time
@@ -36,6 +37,8 @@ from packing.disruption.engine import consolidate
 from packing.disruption.inputs import Extras, _Bad, _extra, build_cluster
 from packing.instancetype import InstanceType
 from packing.kubeobjects import InputError, Inputs
+
+log = logging.getLogger(__name__)
 
 Doc = dict[str, Any]
 MAX_SNAPSHOT_BYTES = 20 * 1024 * 1024
@@ -169,6 +172,11 @@ def run_world(world: World) -> Outcome:
 
 # --- preview -----------------------------------------------------------------------------------------
 
+def edited_instance(model: type[NodePool] | type[EC2NodeClass], values: Mapping[str, Any], base: Any) -> Any:
+    """The unsaved object a preview runs with: `base` (the saved row, or None) overlaid with `values`."""
+    return _model_instance(model, values, base)
+
+
 def _model_instance(model: type[NodePool] | type[EC2NodeClass], values: Mapping[str, Any], base: Any) -> Any:
     # An unsaved instance: the saved row's fields overlaid with the edit, so the manifest is built by
     # the same code path as for saved rows. It is never saved (pk stays whatever, save() not called).
@@ -179,20 +187,41 @@ def _model_instance(model: type[NodePool] | type[EC2NodeClass], values: Mapping[
 
 
 def _summary(out: Outcome) -> dict[str, Any]:
+    """One side of a preview. Launches are of two kinds: NodeClaims for pending pods (the plan) and the
+    replacements disruption launches for the nodes it removes (drift, expiry, consolidation); every removal
+    carries its reason and what replaces it. Cost changes are signed: positive costs more."""
     plan, cons = out.plan, out.consolidation
     launch_cost = float(plan["summary"]["cost_per_hour"] or 0.0)
     existing = float(cons["summary"]["cost_per_hour_before"])
-    savings = sum(a["savings_per_hour"] for a in cons["actions"])
+    savings = sum(float(a["savings_per_hour"]) for a in cons["actions"])
     bound = plan["summary"]["lower_bound_per_hour"]
+    replacements = [{"instance_type": c["instance_type"], "nodepool": c.get("nodepool", ""), "zone": c["zone"],
+                     "capacity_type": c["capacity_type"], "price_per_hour": c["price_per_hour"],
+                     "replaces": list(a["nodes"]), "reason": a["reason"]}
+                    for a in cons["actions"] for c in a["replacements"]]
+    removals = [{"node": n, "type": a["type"], "reason": a["reason"], "why": a["why"],
+                 "replaced_by": [c["instance_type"] for c in a["replacements"]],
+                 "action_savings_per_hour": a["savings_per_hour"]}
+                for a in cons["actions"] for n in a["nodes"]]
+    # Nodes the engine would disrupt but a budget holds back for now: they go in later rounds.
+    held_back = [{"node": n["node"], "reason": n["reason"]} for n in cons["not_disrupted"]
+                 if n.get("blocked_by") == "budget"]
     return {
         "launch": [{"instance_type": c["instance_type"], "nodepool": c["nodepool"], "zone": c["zone"],
                     "capacity_type": c["capacity_type"], "price_per_hour": c["price_per_hour"],
                     "pods": len(c["pods"])} for c in plan["nodeclaims"]],
-        "remove": sorted({n for a in cons["actions"] for n in a["nodes"]}),
+        "replacements": replacements,
+        "remove": sorted({r["node"] for r in removals}),
+        "removals": sorted(removals, key=lambda r: r["node"]),
+        "held_back": held_back,
         "cost_per_hour_existing": round(existing, 6),
         "cost_per_hour_launch": round(launch_cost, 6),
+        "cost_per_hour_replacements": round(sum(float(r["price_per_hour"]) for r in replacements), 6),
         "cost_per_hour_consolidation_savings": round(savings, 6),
-        # What the fleet costs once the plan is launched and the consolidation actions are carried out.
+        # Signed: what the disruption actions add to the fleet's cost (their replacements minus the nodes
+        # they remove); negative when they save. A drift to a dearer capacity type is positive.
+        "cost_per_hour_disruption_change": round(-savings, 6),
+        # What the fleet costs once the plan is launched and the disruption actions are carried out.
         "cost_per_hour_after": round(existing + launch_cost - savings, 6),
         "lower_bound_per_hour": bound,
         "distance_from_lower_bound": None if bound is None else round(launch_cost - float(bound), 6),
@@ -202,12 +231,19 @@ def _summary(out: Outcome) -> dict[str, Any]:
     }
 
 
+_DELTAS = ("cost_per_hour_existing", "cost_per_hour_launch", "cost_per_hour_replacements",
+           "cost_per_hour_disruption_change", "cost_per_hour_after")
+_COUNTS = ("launch", "replacements", "remove", "held_back", "unschedulable")
+
+
 def preview_world(before: World, after: World) -> dict[str, Any]:
     b, a = _summary(run_world(before)), _summary(run_world(after))
     newly = sorted(set(a["unschedulable"]) - set(b["unschedulable"]))
     fixed = sorted(set(b["unschedulable"]) - set(a["unschedulable"]))
+    deltas: dict[str, float] = {k: round(a[k] - b[k], 6) for k in _DELTAS}
+    deltas.update({f"{k}_count": len(a[k]) - len(b[k]) for k in _COUNTS})
     return {
-        "before": b, "after": a,
+        "before": b, "after": a, "deltas": deltas,
         "becomes_unschedulable": [{"pod": p, "reasons": a["unschedulable"][p]} for p in newly],
         "becomes_schedulable": [{"pod": p, "was": b["unschedulable"][p]} for p in fixed],
         "cost_per_hour_delta": round(a["cost_per_hour_after"] - b["cost_per_hour_after"], 6),
@@ -252,10 +288,20 @@ _TAINT = re.compile(r"taint (?P<key>[^=:\s]+)(?:=(?P<value>[^:\s]*))?:(?P<effect
 _LIMIT = re.compile(r"limit (?P<res>[\w./-]+)=(?P<limit>\S+) would be exceeded \(in use (?P<used>\S+)\)")
 
 
+# How small and targeted a change is, smallest first: the order the why-pod page recommends them in
+# (then by what the launch that places the pod costs). Removing a requirement opens a pool to every value.
+CHANGE_KINDS = {"toleration": (0, "add a toleration to the pod"),
+                "limit": (1, "raise a NodePool limit"),
+                "allow": (2, "allow one more value in a NodePool requirement"),
+                "stop-excluding": (2, "stop excluding one value in a NodePool requirement"),
+                "remove-requirement": (4, "remove a NodePool requirement: a broad change, every value is allowed")}
+
+
 @dataclass
 class Candidate:
     text: str
     apply: Callable[[World], World]
+    kind: str = "remove-requirement"
 
 
 def _with_pod(world: World, key: str, change: Callable[[Doc], None]) -> World:
@@ -299,7 +345,7 @@ def _candidates(world: World, pod: Doc, key: str, pool: NodePool, reason: str) -
     if m:
         tol = {"key": m["key"], "operator": "Exists", "effect": m["effect"]}
         out.append(Candidate(f"tolerate {m['key']}", lambda w, t=tol: _with_pod(  # type: ignore[misc]
-            w, key, lambda d: d.setdefault("spec", {}).setdefault("tolerations", []).append(t))))
+            w, key, lambda d: d.setdefault("spec", {}).setdefault("tolerations", []).append(t)), "toleration"))
         return out
     m = _LIMIT.search(reason)
     if m:
@@ -312,7 +358,8 @@ def _candidates(world: World, pod: Doc, key: str, pool: NodePool, reason: str) -
         def raise_to(value: float) -> Candidate:
             shown = str(int(value)) if res != "memory" else f"{int(math.ceil(value / 2**30))}Gi"
             return Candidate(f"raise {res} limit of pool {pool.name} from {m['limit']} to {shown}",
-                             lambda w: _with_pool(w, pool, lambda v: v.setdefault("limits", {}).__setitem__(res, shown)))
+                             lambda w: _with_pool(w, pool, lambda v: v.setdefault("limits", {}).__setitem__(res, shown)),
+                             "limit")
 
         # Smallest limit that works: search upwards from what is in use (each probe re-runs the engine).
         step = 1.0 if res != "memory" else float(2**30)
@@ -326,16 +373,19 @@ def _candidates(world: World, pod: Doc, key: str, pool: NodePool, reason: str) -
             value = sorted(wants[rkey])[0]
             label = rkey.split("/")[-1] if rkey.startswith("karpenter.k8s.aws/") else rkey
             out.append(Candidate(f"allow {label} {value} in pool {pool.name}", lambda w, i=i, value=value: _with_pool(
-                w, pool, lambda v: v["requirements"][i].__setitem__("values", [*v["requirements"][i]["values"], value]))))
+                w, pool, lambda v: v["requirements"][i].__setitem__("values", [*v["requirements"][i]["values"], value])),
+                "allow"))
         elif rkey in wants and op == "NotIn" and wants[rkey] & set(vals):
             bad = sorted(wants[rkey] & set(vals))[0]
             out.append(Candidate(f"stop excluding {rkey} {bad} in pool {pool.name}", lambda w, i=i, bad=bad: _with_pool(
                 w, pool, lambda v: v["requirements"][i].__setitem__(
-                    "values", [x for x in v["requirements"][i]["values"] if x != bad] or ["__none__"]))))
+                    "values", [x for x in v["requirements"][i]["values"] if x != bad] or ["__none__"])),
+                "stop-excluding"))
     # Fallback: drop one requirement of the pool at a time (verified like the rest).
     for i, req in enumerate(pool.requirements or []):
         out.append(Candidate(f"remove requirement {req.get('key')} {req.get('operator')} from pool {pool.name}",
-                             lambda w, i=i: _with_pool(w, pool, lambda v: v["requirements"].pop(i))))
+                             lambda w, i=i: _with_pool(w, pool, lambda v: v["requirements"].pop(i)),
+                             "remove-requirement"))
     return out
 
 
@@ -348,8 +398,13 @@ class _SearchCandidate:
 
 
 def _schedulable(world: World, key: str, catalog: Sequence[InstanceType]) -> bool:
+    return _placed(world, key, catalog) is not None
+
+
+def _placed(world: World, key: str, catalog: Sequence[InstanceType]) -> dict[str, Any] | None:
+    """The plan when it places the pod, else None."""
     plan = run_plan(world, catalog)
-    return not any(u["pod"] == key for u in plan["unschedulable"])
+    return None if any(u["pod"] == key for u in plan["unschedulable"]) else plan
 
 
 def why_pending(namespace: str, name: str, *, cluster: ClusterBackend | None = None, now: datetime | None = None,
@@ -376,11 +431,12 @@ def why_pending(namespace: str, name: str, *, cluster: ClusterBackend | None = N
                 "placement": target and {"name": target["name"], "instance_type": target.get("instance_type")},
                 "pools": []}
     pools_by_name = {p.name: p for p in world.pools}
+    base_cost = float(plan["summary"]["cost_per_hour"] or 0.0)
     probes = 0
     rows = []
     for r in entry["reasons"]:
         pool = pools_by_name.get(r["nodepool"])
-        suggestion, verified = None, False
+        found: Candidate | None = None
         if pool is not None:
             for cand in _candidates(world, pod, key, pool, r["reason"]):
                 if probes >= max_probes:
@@ -388,15 +444,53 @@ def why_pending(namespace: str, name: str, *, cluster: ClusterBackend | None = N
                 if isinstance(cand, _SearchCandidate):
                     found, probes = _search(cand, world, key, catalog, probes, max_probes)
                     if found:
-                        suggestion, verified = found.text, True
                         break
                     continue
                 probes += 1
                 if _schedulable(cand.apply(world), key, catalog):
-                    suggestion, verified = cand.text, True
+                    found = cand
                     break
-        rows.append({"nodepool": r["nodepool"], "reason": r["reason"], "suggestion": suggestion, "verified": verified})
-    return {"pod": key, "pending": True, "schedulable": False, "pools": rows}
+        row: dict[str, Any] = {"nodepool": r["nodepool"], "reason": r["reason"],
+                               "suggestion": found and found.text, "verified": found is not None,
+                               "change_kind": found and found.kind, "change": None, "cost_per_hour": None,
+                               "recommended": False}
+        if found is not None:
+            row["change"] = CHANGE_KINDS[found.kind][1]
+            placed = _placed(found.apply(world), key, catalog)  # the plan with the change, for its cost
+            if placed is not None:
+                # what the change adds to the launches of this provisioning run (this pod's node, mostly)
+                row["cost_per_hour"] = round(float(placed["summary"]["cost_per_hour"] or 0.0) - base_cost, 6)
+        rows.append(row)
+    # Smallest, most targeted change first, then the cheapest; pools with no suggestion last.
+    rows.sort(key=lambda row: (row["change_kind"] is None, CHANGE_KINDS.get(row["change_kind"] or "", (9, ""))[0],
+                               row["cost_per_hour"] if row["cost_per_hour"] is not None else math.inf))
+    if rows and rows[0]["change_kind"] is not None:
+        rows[0]["recommended"] = True
+    return {"pod": key, "pending": True, "schedulable": False, "requests": _requests(pod), "pools": rows}
+
+
+def _requests(pod: Doc) -> dict[str, str]:
+    """The pod's requests (its containers' sum, or its largest init container's if larger) as Kubernetes
+    quantities, the way they are written in a manifest: cpu "1500m", memory "3Gi"."""
+    from packing.quantity import format_quantity, parse_quantity
+
+    spec = pod.get("spec") or {}
+
+    def total(containers: Any) -> dict[str, int]:
+        out: dict[str, int] = {}
+        for c in containers or []:
+            for res, q in (((c or {}).get("resources") or {}).get("requests") or {}).items():
+                try:
+                    out[res] = out.get(res, 0) + parse_quantity(str(q))
+                except Exception:  # noqa: BLE001 - a value the engine refused is not shown
+                    continue
+        return out
+
+    sums = total(spec.get("containers"))
+    for init in spec.get("initContainers") or []:
+        for res, milli in total([init]).items():
+            sums[res] = max(sums.get(res, 0), milli)
+    return {res: format_quantity(milli, res) for res, milli in sorted(sums.items())}
 
 
 def _search(c: _SearchCandidate, world: World, key: str, catalog: Sequence[InstanceType], probes: int,
@@ -451,6 +545,9 @@ def why_node(name: str, *, cluster: ClusterBackend | None = None, now: datetime 
     world = world or live_world(cluster=cluster, now=now)
     if _find(world.workload, "Node", name) is None:
         raise NotFound(f"node {name} not found")
+    orphan = _deleted_pool_claim(name, world)
+    if orphan is not None:
+        return _being_removed(name, orphan)
     catalog = _catalog(world)
     inputs, extras = world.inputs()
     engine_report = consolidate(build_cluster(inputs, extras, catalog), world.now,
@@ -473,6 +570,28 @@ def why_node(name: str, *, cluster: ClusterBackend | None = None, now: datetime 
             "cheapest_replacement": _cheapest(reason or "")}
 
 
+def _deleted_pool_claim(node: str, world: World) -> NodeClaim | None:
+    """The node's live NodeClaim when its NodePool no longer exists (deleted since the launch)."""
+    claim = NodeClaim.objects.active().filter(node_name=node).exclude(nodepool_name="").first()
+    if claim is None or claim.nodepool_name in {p.name for p in world.pools}:
+        return None
+    return claim
+
+
+def _being_removed(node: str, claim: NodeClaim) -> dict[str, Any]:
+    # As Karpenter: deleting a NodePool deletes its NodeClaims, and each is drained and terminated; the
+    # disruption engine does not consider it (there is no pool to plan under), so nothing here blocks it.
+    requested = getattr(claim, "deletion_requested_at", None)
+    price = None if claim.price_per_hour is None else float(claim.price_per_hour)
+    return {"node": node, "candidate": False, "nodepool_deleted": True, "nodepool": claim.nodepool_name,
+            "claim": claim.name, "removal_requested_at": requested and requested.isoformat(),
+            "blocked_by": f"NodePool {claim.nodepool_name} was deleted: the node is being removed (cordoned, "
+                          "drained through evictions that respect PodDisruptionBudgets, then terminated)",
+            "category": "NodePool deleted", "blocked_kind": None, "action": None,
+            # what its removal saves: the node's own price (nothing replaces it)
+            "savings_per_hour": price, "cheapest_replacement": None}
+
+
 def _category(reason: str) -> str:
     for needle, label in (("pdb", "PodDisruptionBudget"), ("do-not-disrupt", "do-not-disrupt"),
                           ("budget", "budget window"), ("consolidateAfter", "consolidateAfter"),
@@ -491,16 +610,39 @@ def _cheapest(reason: str) -> dict[str, Any] | None:
 # --- snapshots ---------------------------------------------------------------------------------------
 
 def snapshot_create(*, name: str, files: Sequence[tuple[str, str]], user: Any = None,
-                    taken_at: datetime | None = None, source: str = "upload") -> Any:
-    """Validate every file with the CLI's parser, then store them as one text; nothing saved on error."""
+                    taken_at: datetime | None = None, source: str = "upload", replay: bool = True) -> Any:
+    """Validate every file with the CLI's parser, then store them as one text; nothing saved on error.
+    With `replay` (the pages' default) the replay is computed now and stored with it."""
     from console.whatif.models import Snapshot
 
     snapshot_validate(files)
     text = SEPARATOR.join(t for _, t in files)
-    return Snapshot.objects.create(name=name, source=source, filenames=[f for f, _ in files],
+    snap = Snapshot.objects.create(name=name, source=source, filenames=[f for f, _ in files],
                                    lengths=[len(t) for _, t in files], yaml=text,
                                    size=len(text.encode("utf-8")), taken_at=taken_at or timezone.now(),
                                    created_by=user if getattr(user, "is_authenticated", False) else None)
+    if replay:
+        snapshot_replay_store(snapshot=snap)
+    return snap
+
+
+def snapshot_replay_store(*, snapshot: Any) -> Any:
+    """Replay a stored snapshot (at its own clock, on today's catalog) and store the result on it: the
+    pages read the stored replay and never recompute it. A replay the engine cannot finish stores its
+    error instead (shown on the page), never a traceback."""
+    started = timezone.now()
+    try:
+        result: dict[str, Any] | None = snapshot_replay(
+            snapshot_files(snapshot.yaml, snapshot.filenames, snapshot.lengths), at=snapshot.taken_at)
+        error = ""
+    except InputError as exc:
+        result, error = None, str(exc)
+    except Exception as exc:  # noqa: BLE001 - an engine failure on one snapshot is reported on its page
+        log.warning("snapshot %s: replay failed: %r", snapshot.pk, exc)
+        result, error = None, f"the engines could not replay this snapshot: {type(exc).__name__}: {exc}"[:2000]
+    snapshot.replay, snapshot.replay_error, snapshot.replayed_at = result, error, started
+    snapshot.save(update_fields=["replay", "replay_error", "replayed_at"])
+    return snapshot
 
 
 def parse_snapshot(files: Sequence[tuple[str, str]], inputs: Inputs | None = None,
@@ -517,7 +659,7 @@ def parse_snapshot(files: Sequence[tuple[str, str]], inputs: Inputs | None = Non
         for where, prefix, item in kubeobjects.kubernetes_objects(text, filename):
             label = kubeobjects.object_label(item)
             try:
-                kubeobjects._add_object(item, inputs)
+                kubeobjects.add_object(item, inputs, f"{where}{label}: {prefix}")  # as parse_documents does
             except kubeobjects._FieldError as e:
                 raise InputError(f"{where}{label}: {prefix}{e.path}: {e.message}") from None
             try:
@@ -534,7 +676,8 @@ def snapshot_validate(files: Sequence[tuple[str, str]]) -> None:
     total = sum(len(t.encode("utf-8")) for _, t in files)
     if total > MAX_SNAPSHOT_BYTES:
         raise InputError(f"{files[-1][0]}: snapshot is {total} bytes; the limit is {MAX_SNAPSHOT_BYTES}")
-    parse_snapshot(files)
+    inputs, _ = parse_snapshot(files)
+    kubeobjects.expansion_plan(inputs)  # workloads past MAX_EXPANDED_PODS: refused here, as the CLI refuses them
 
 
 SEPARATOR = "\n---\n"

@@ -21,4 +21,5 @@ urlpatterns = [
     path("snapshots/compare/", views.snapshot_compare, name="snapshot-compare"),
     path("snapshots/<int:pk>/", views.snapshot_detail, name="snapshot-detail"),
     path("snapshots/<int:pk>/json/", views.snapshot_json, name="snapshot-json"),
+    path("snapshots/<int:pk>/replay/", views.snapshot_replay, name="snapshot-replay"),
 ]

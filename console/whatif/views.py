@@ -11,6 +11,7 @@ from django.core.exceptions import ValidationError
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.utils import timezone
+from django.utils.http import content_disposition_header
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from console.access import require_operator
@@ -62,7 +63,14 @@ def nodeclass_preview(request: HttpRequest, name: str | None = None) -> HttpResp
     form = NodeClassForm(request.POST, instance=nodeclass)
     context: dict[str, Any] = {"kind": "EC2NodeClass", "name": name or request.POST.get("name", ""),
                                "back": nodeclass.get_absolute_url() if nodeclass else None}
-    if not form.is_valid():
+    if form.is_valid():
+        # What saving runs: the model's full_clean(), whose clean() is console/fleet/validation.py's
+        # check_nodeclass, on the edit overlaid on the saved object (unique name is the save's own check).
+        try:
+            services.edited_instance(EC2NodeClass, form.values(), nodeclass).full_clean(validate_unique=False)
+        except ValidationError as exc:
+            form.place_errors(exc)
+    if form.errors:
         context["errors"] = _form_errors(form)
         return _preview_response(request, context, status=400)
     context["result"] = services.preview_nodepool_change(values=form.values(), name=name, kind="nodeclass",
@@ -142,25 +150,53 @@ def snapshot_take_live(request: HttpRequest) -> HttpResponse:
     return redirect(snap)
 
 
+@require_POST
+def snapshot_replay(request: HttpRequest, pk: int) -> HttpResponse:
+    """Replay the snapshot again (today's catalog) and store the result: an operator's explicit action."""
+    require_operator(request)
+    snap = get_object_or_404(Snapshot, pk=pk)
+    services.snapshot_replay_store(snapshot=snap)
+    if snap.replay_error:
+        messages.error(request, f"Snapshot {snap.name} could not be replayed: {snap.replay_error}")
+    else:
+        messages.success(request, f"Snapshot {snap.name} replayed again.")
+    return redirect(snap)
+
+
 @require_GET
 def snapshot_detail(request: HttpRequest, pk: int) -> HttpResponse:
     snap = get_object_or_404(Snapshot, pk=pk)
     replay = selectors.snapshot_replay(snap)
     return render(request, "whatif/snapshot_detail.html", {
-        "snap": snap, "replay": replay, "others": Snapshot.objects.exclude(pk=pk).defer("yaml")[:50],
-        "plan_json": json.dumps(replay["plan"], indent=2), "consolidate_json": json.dumps(replay["consolidate"], indent=2)})
+        "snap": snap, "replay": replay, "others": Snapshot.objects.exclude(pk=pk).defer("yaml", "replay")[:50],
+        "plan_json": replay and json.dumps(replay["plan"], indent=2),
+        "consolidate_json": replay and json.dumps(replay["consolidate"], indent=2)})
+
+
+OUTPUTS = ("plan", "consolidate", "both")
 
 
 @require_GET
 def snapshot_json(request: HttpRequest, pk: int) -> HttpResponse:
     snap = get_object_or_404(Snapshot, pk=pk)
-    replay = selectors.snapshot_replay(snap)
     which = request.GET.get("output", "both")
+    if which not in OUTPUTS:
+        return JsonResponse({"output": [f"must be one of {', '.join(OUTPUTS)}"]}, status=400)
+    replay = selectors.snapshot_replay(snap)
+    if replay is None:
+        return JsonResponse({"detail": _not_replayed(snap)}, status=409)
     body: Any = replay["plan"] if which == "plan" else replay["consolidate"] if which == "consolidate" \
         else {"plan": replay["plan"], "consolidate": replay["consolidate"]}
     response = JsonResponse(body, json_dumps_params={"indent": 2})
-    response["Content-Disposition"] = f'attachment; filename="snapshot-{snap.pk}-{which}.json"'
+    # Django builds the header (quoting, RFC 5987 for non-ASCII); the name holds only known words anyway.
+    response["Content-Disposition"] = content_disposition_header(True, f"snapshot-{snap.pk}-{which}.json")
     return response
+
+
+def _not_replayed(snap: Snapshot) -> str:
+    if snap.replay_error:
+        return f"snapshot {snap.name} could not be replayed: {snap.replay_error}"
+    return f"snapshot {snap.name} has not been replayed yet; an operator can replay it from its page"
 
 
 @require_GET
@@ -170,6 +206,10 @@ def snapshot_compare(request: HttpRequest) -> HttpResponse:
         b = get_object_or_404(Snapshot, pk=int(request.GET.get("b", "")))
     except ValueError:
         raise Http404("choose two snapshots (?a=ID&b=ID)") from None
-    comparison = services.snapshot_compare(selectors.snapshot_replay(a), selectors.snapshot_replay(b))
+    ra, rb = selectors.snapshot_replay(a), selectors.snapshot_replay(b)
+    missing = [_not_replayed(s) for s, r in ((a, ra), (b, rb)) if r is None]
+    if ra is None or rb is None:
+        return render(request, "whatif/snapshot_compare.html", {"a": a, "b": b, "missing": missing}, status=409)
+    comparison = services.snapshot_compare(ra, rb)
     rows = [(k, comparison["a"][k], comparison["b"][k]) for k in comparison["a"]]
     return render(request, "whatif/snapshot_compare.html", {"a": a, "b": b, "cmp": comparison, "rows": rows})

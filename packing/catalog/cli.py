@@ -28,6 +28,7 @@ from packing.catalog.specs import LABEL_CAPACITY_TYPE, LABEL_ZONE, InstanceSpec
 from packing.instancetype import InstanceType, Offering
 from packing.requirements import Requirement, RequirementError
 from packing.resources import CPU, MEMORY, PODS
+from packing.yamlinput import brief
 
 __all__ = ["instance_type_to_json", "main", "parse_filter"]
 
@@ -51,16 +52,16 @@ def parse_filter(text: str) -> Requirement:
     """'karpenter.k8s.aws/instance-family In [m7g,c7g]', 'key Exists', 'karpenter.k8s.aws/instance-cpu Gt 4'."""
     m = _FILTER_RE.match(text)
     if not m:
-        raise UsageError(f"bad --filter {text!r}: expected 'key Operator [v1,v2]'")
+        raise UsageError(f"bad --filter {brief(text)}: expected 'key Operator [v1,v2]'")
     raw = m.group("vals")
     if raw.startswith("[") != raw.endswith("]"):
-        raise UsageError(f"bad --filter {text!r}: unbalanced brackets")
+        raise UsageError(f"bad --filter {brief(text)}: unbalanced brackets")
     raw = raw.strip("[]")
     values = [v.strip().strip("'\"") for v in re.split(r"[,\s]+", raw) if v.strip()]
     try:
         return Requirement.new(m.group("key"), m.group("op"), values)
     except RequirementError as e:
-        raise UsageError(f"bad --filter {text!r}: {e}") from None
+        raise UsageError(f"bad --filter {brief(text)}: {e}") from None
 
 
 def _offering_matches(req: Requirement, o: Offering) -> bool:
@@ -174,12 +175,16 @@ def _text(types: Sequence[InstanceType], header: list[str]) -> str:
 
 
 def _parse_kubelet(text: str) -> dict[str, Any]:
-    try:
-        import yaml  # YAML is a superset of JSON, so both '{"maxPods": 110}' and 'maxPods: 110' work
+    import yaml
 
-        value = yaml.safe_load(text)
-    except Exception as e:  # yaml.YAMLError and friends: report as bad input, not a traceback
-        raise UsageError(f"bad --kubelet: {str(e).splitlines()[0]}") from None
+    from packing.yamlinput import load_one
+
+    try:
+        # YAML is a superset of JSON, so both '{"maxPods": 110}' and 'maxPods: 110' work
+        value = load_one(text)
+    except yaml.YAMLError as e:  # the shared reader's errors only: tags, aliases, duplicate keys are input errors
+        problem = getattr(e, "problem", None) or str(e).splitlines()[0]
+        raise UsageError(f"bad --kubelet: {str(problem)[:200]}") from None
     if not isinstance(value, dict):
         raise UsageError("bad --kubelet: expected a mapping such as '{\"maxPods\": 110}'")
     return value

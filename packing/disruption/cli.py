@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import sys
@@ -12,8 +13,9 @@ from typing import TextIO
 from packing.disruption.engine import MinSavings, consolidate, parse_time
 from packing.disruption.inputs import Extras, build_cluster, read_files
 from packing.disruption.output import render_json, render_text
-from packing.kubeobjects import InputError, Inputs
-from packing.plan_cli import CliParser, resolve_catalog
+from packing.kubeobjects import InputError, Inputs, expand_workloads
+from packing.plan_cli import CliParser, add_input_arguments, input_budget, resolve_catalog
+from packing.yamlinput import brief
 
 __all__ = ["build_parser", "main"]
 
@@ -23,9 +25,7 @@ def build_parser() -> argparse.ArgumentParser:
         prog="python -m packing consolidate",
         description="Dry-run the disruption controller: which nodes it would delete or replace now, and why.",
     )
-    p.add_argument("files", nargs="+", metavar="FILE", help="YAML or JSON files with Kubernetes objects ('-' = stdin)")
-    p.add_argument("--catalog", action="append", default=[], metavar="FILE", help="InstanceType documents")
-    p.add_argument("--region", default="us-east-1", help="region of the built-in catalog (default us-east-1)")
+    add_input_arguments(p)
     p.add_argument("--at", metavar="ISO-8601", help="the clock for budgets, expiry and consolidateAfter (default now)")
     p.add_argument(
         "--min-savings", metavar="X", help="skip moves saving less than X dollars per hour, or X%% of the nodes' cost"
@@ -44,13 +44,15 @@ def main(argv: Sequence[str] | None = None, *, stdout: TextIO | None = None, std
     stdout = stdout or sys.stdout
     stderr = stderr or sys.stderr
     try:
-        args = build_parser().parse_args(list(argv) if argv is not None else None)
+        # intermixed: `plan a.yaml --catalog types.yaml b.yaml` reads a.yaml and b.yaml
+        with contextlib.redirect_stderr(stderr):  # usage errors go where the caller's stderr is
+            args = build_parser().parse_intermixed_args(list(argv) if argv is not None else None)
     except SystemExit as e:
         return int(e.code or 0)
     try:
         at = parse_time(args.at) if args.at else None
     except ValueError:
-        print(f"error: --at: invalid time {args.at!r} (expected ISO-8601, e.g. 2026-12-01T05:00:00Z)", file=stderr)
+        print(f"error: --at: invalid time {brief(args.at)} (expected ISO-8601, e.g. 2026-12-01T05:00:00Z)", file=stderr)
         return 2
     try:
         min_savings = MinSavings.parse(args.min_savings) if args.min_savings is not None else None
@@ -58,8 +60,10 @@ def main(argv: Sequence[str] | None = None, *, stdout: TextIO | None = None, std
         print(f"error: {e}", file=stderr)
         return 2
     try:
-        inp, ex = read_files(args.files)
-        cat_inp, _ = read_files(args.catalog, Inputs(), Extras()) if args.catalog else (Inputs(), Extras())
+        budget = input_budget(args)
+        inp, ex = read_files(args.files, budget=budget)
+        cat_inp, _ = read_files(args.catalog, Inputs(), Extras(), budget=budget) if args.catalog else (Inputs(), Extras())
+        expand_workloads(inp)  # MAX_EXPANDED_PODS is bad input too
     except InputError as e:
         print(f"error: {e}", file=stderr)
         return 2
@@ -69,6 +73,9 @@ def main(argv: Sequence[str] | None = None, *, stdout: TextIO | None = None, std
     try:
         cluster = build_cluster(inp, ex, catalog)
         report = consolidate(cluster, at, min_savings=min_savings, repack=not args.no_repack)
+    except InputError as e:
+        print(f"error: {e}", file=stderr)
+        return 2
     except Exception as e:  # noqa: BLE001 - the CLI promises a one-line message, never a traceback
         if os.environ.get("LOADMASTER_DEBUG"):
             raise

@@ -56,6 +56,7 @@ from packing.instancetype import CAPACITY_TYPE_SPOT, InstanceType
 from packing.nodepool import CAPACITY_TYPE_LABEL, INSTANCE_TYPE_LABEL, ZONE_LABEL, NodePool
 from packing.plan_cli import render_json
 from packing.pods import Pod
+from packing.scheduling.amounts import clamped_node, clamped_pod, representable_types
 from packing.scheduling.scheduler import Results, Scheduler, gc_paused
 
 __all__ = ["MAX_MULTI_CANDIDATES", "SPOT_TO_SPOT_MIN_TYPES", "MinSavings", "consolidate", "parse_time"]
@@ -72,6 +73,8 @@ REPACK_MIN_FRACTION = 0.05  # a repack must save this share of its group's cost 
 REPACK_MIN_DOLLARS = 0.01  # and at least this many dollars per hour
 REPACK_SCREEN = 16  # nodes of the largest potential tried first: if they cannot save the margin, nothing is
 _EPS = 1e-9
+# what a move that needs a new node is told when no nodepool can launch any instance type
+NO_TYPE_WHY = "no nodepool can launch a replacement (no instance type of the catalog satisfies any nodepool)"
 
 
 def parse_time(text: str) -> datetime:
@@ -143,6 +146,8 @@ def _one_cheaper_node_why(
     fits: npt.NDArray[np.bool_], tprice: npt.NDArray[np.float64], tlabel: Sequence[str], cost: float
 ) -> str | None:
     """Why no single new node can take pods needing the room `fits` marks, for less than `cost` (None: one can)."""
+    if not fits.size:
+        return NO_TYPE_WHY
     if not bool(fits.any()):
         return "its pods would need more than one new node (consolidation launches at most one)"
     j = int(np.argmin(np.where(fits, tprice, np.inf)))
@@ -927,10 +932,13 @@ class _Engine:
         if len(check):
             ok = np.all(talloc[None, :, :] >= stuck[check][:, None, :], axis=2)  # candidates x types
             priced = np.where(ok, tprice[None, :], np.inf)
-            best = np.argmin(priced, axis=1)
+            # no type at all (no pool can launch anything): no column to take the minimum over
+            best = np.argmin(priced, axis=1) if priced.shape[1] else np.zeros(len(check), dtype=np.int64)
             for j, ci in enumerate(check.tolist()):
                 n = cands[ci]
-                if not bool(ok[j].any()):
+                if not priced.shape[1]:
+                    out[n] = NO_TYPE_WHY
+                elif not bool(ok[j].any()):
                     out[n] = "its pods would need more than one new node (consolidation launches at most one)"
                 elif tprice[best[j]] + _EPS >= costs[ci]:
                     out[n] = (
@@ -1542,6 +1550,7 @@ class _Engine:
         for x in report.not_disrupted:
             x.savings_per_hour = prices.get(x.node)
         report.solves = self.sim.solves
+        report.unusable_nodepools = self.sim.unusable_nodepools(self._type_table()[0])
         report.solve_seconds = time.perf_counter() - started
         return report
 
@@ -1565,4 +1574,30 @@ def consolidate(
     """
     now = at or datetime.now(UTC)
     with gc_paused():  # one collection after the run instead of one after each of its solves
-        return _Engine(cluster, now, min_savings, max_solves, price_blocked, repack).run()
+        return _Engine(_in_engine_range(cluster), now, min_savings, max_solves, price_blocked, repack).run()
+
+
+def _in_engine_range(c: Cluster) -> Cluster:
+    """The cluster with every amount the engine computes with within MAX_AMOUNT (packing.resources): instance
+    types beyond it left out, nodes' allocatable and pods' requests clamped. `c` itself when all are within."""
+    specs = [n.spec for n in c.nodes] + list(c.inflight)
+    if (
+        all(it.capacity.in_range() and it.overhead.in_range() for it in c.catalog)
+        and all(s.allocatable.in_range() and (s.capacity is None or s.capacity.in_range()) for s in specs)
+        and all(p.requests.in_range() for p in c.running)
+        and all(p.requests.in_range() for p in c.pending)
+        and all(ds.pod.requests.in_range() for ds in c.daemonsets)
+    ):
+        return c
+    return dataclasses.replace(
+        c,
+        catalog=representable_types(c.catalog),
+        nodes=[n if (s := clamped_node(n.spec)) is n.spec else dataclasses.replace(n, spec=s) for n in c.nodes],
+        running=[clamped_pod(p) for p in c.running],
+        pending=[clamped_pod(p) for p in c.pending],
+        inflight=[clamped_node(s) for s in c.inflight],
+        daemonsets=[
+            ds if ds.pod.requests.in_range() else dataclasses.replace(ds, pod=clamped_pod(ds.pod))
+            for ds in c.daemonsets
+        ],
+    )

@@ -25,14 +25,15 @@ from packing.disruption.model import (
 from packing.durations import DurationError, parse_duration
 from packing.instancetype import InstanceType
 from packing.kubeobjects import (
+    ByteBudget,
     InputError,
     Inputs,
     documents,
     expand_workloads,
     inflight_claims,
     parse_documents,
-    read_text,
 )
+from packing.yamlinput import brief
 
 __all__ = ["Extras", "build_cluster", "read_files"]
 
@@ -70,7 +71,7 @@ def _time(v: Any, path: str) -> datetime | None:
         try:
             t = datetime.fromisoformat(v.strip())
         except ValueError:
-            raise _Bad(path, f"invalid timestamp {v!r} (expected RFC 3339, e.g. 2026-11-30T05:00:00Z)") from None
+            raise _Bad(path, f"invalid timestamp {brief(v)} (expected RFC 3339, e.g. 2026-11-30T05:00:00Z)") from None
         return t.replace(tzinfo=UTC) if t.tzinfo is None else t.astimezone(UTC)
     raise _Bad(path, f"must be a timestamp, got {type(v).__name__}")
 
@@ -87,7 +88,8 @@ def _annotations(meta: Mapping[str, Any], path: str) -> dict[str, str]:
     out = {}
     for k, v in _obj(meta.get("annotations"), f"{path}metadata.annotations").items():
         if isinstance(v, bool) or not isinstance(v, str | int | float):
-            raise _Bad(f"{path}metadata.annotations.{k}", f"must be a string, got {type(v).__name__}")
+            key = str(k) if len(str(k)) <= 60 else str(k)[:59] + "…"
+            raise _Bad(f"{path}metadata.annotations.{key}", f"must be a string, got {type(v).__name__}")
         out[str(k)] = str(v)
     return out
 
@@ -107,7 +109,7 @@ def _settings(spec: Mapping[str, Any], path: str) -> DisruptionSettings:
     if policy == "WhenUnderutilized":  # Karpenter v1beta1's name for the same policy
         policy = "WhenEmptyOrUnderutilized"
     if policy not in POLICIES:
-        raise _Bad(f"{path}spec.disruption.consolidationPolicy", f"must be one of {', '.join(POLICIES)}, got {policy!r}")
+        raise _Bad(f"{path}spec.disruption.consolidationPolicy", f"must be one of {', '.join(POLICIES)}, got {brief(policy)}")
     after = _duration(d.get("consolidateAfter"), f"{path}spec.disruption.consolidateAfter", parse_duration("0s"))
     tspec = _obj(_obj(spec.get("template"), f"{path}spec.template").get("spec"), f"{path}spec.template.spec")
     if "expireAfter" in tspec:
@@ -134,13 +136,19 @@ def _budget(b: Any, i: int) -> Budget:
     if not isinstance(b, Mapping):
         return Budget(index=i, error=f"must be an object, got {type(b).__name__}")
     nodes = b.get("nodes", "10%")
-    if isinstance(nodes, bool) or not isinstance(nodes, str | int):
-        return Budget(index=i, error=f"nodes {nodes!r} must be a count or a percent")
+    if isinstance(nodes, bool) or not isinstance(nodes, str | int) or len(str(nodes)) > 12:
+        return Budget(index=i, error=f"nodes {brief(nodes)} must be a count or a percent")
     reasons = b.get("reasons")
-    if reasons is not None and (not isinstance(reasons, list) or not all(isinstance(r, str) for r in reasons)):
+    if reasons is not None and (
+        not isinstance(reasons, list) or not all(isinstance(r, str) and len(r) <= 40 for r in reasons)
+    ):
         return Budget(index=i, error="reasons must be a list of Empty, Underutilized or Drifted")
     sched = b.get("schedule")
     dur = b.get("duration")
+    if sched is not None and (not isinstance(sched, str) or len(sched) > 100):
+        return Budget(index=i, error=f"schedule {brief(sched)} must be a cron schedule such as '0 9 * * mon-fri'")
+    if dur is not None and (not isinstance(dur, str) or len(dur) > 40):
+        return Budget(index=i, error=f"duration {brief(dur)} must be a duration such as '8h'")
     return Budget(
         nodes=str(nodes),
         schedule=None if sched is None else str(sched),
@@ -173,8 +181,8 @@ def _extra(doc: Mapping[str, Any], prefix: str, ex: Extras) -> None:
     elif kind == "Pod" and group == "":
         spec = _obj(doc.get("spec"), f"{prefix}spec")
         prio = spec.get("priority", 0)
-        if isinstance(prio, bool) or not isinstance(prio, int):
-            raise _Bad(f"{prefix}spec.priority", f"must be an integer, got {prio!r}")
+        if isinstance(prio, bool) or not isinstance(prio, int) or not -(2**31) <= prio < 2**31:
+            raise _Bad(f"{prefix}spec.priority", f"must be an integer (32 bits), got {brief(prio)}")
         ex.pods[f"{ns}/{name}"] = (
             _annotations(meta, prefix),
             _time(meta.get("creationTimestamp"), f"{prefix}metadata.creationTimestamp"),
@@ -188,8 +196,8 @@ def _extra(doc: Mapping[str, Any], prefix: str, ex: Extras) -> None:
             ex.pdb_null.add(f"{ns}/{name}")
         st = _obj(doc.get("status"), f"{prefix}status").get("disruptionsAllowed")
         if st is not None:
-            if isinstance(st, bool) or not isinstance(st, int):
-                raise _Bad(f"{prefix}status.disruptionsAllowed", f"must be an integer, got {st!r}")
+            if isinstance(st, bool) or not isinstance(st, int) or not 0 <= st < 2**31:
+                raise _Bad(f"{prefix}status.disruptionsAllowed", f"must be a non-negative integer, got {brief(st)}")
             ex.pdb_status[f"{ns}/{name}"] = st
 
 
@@ -214,12 +222,16 @@ def parse_extras(text: str, filename: str, ex: Extras) -> None:
                 raise InputError(f"{filename}: document {index}{label}: {e.path}: {e.message}") from None
 
 
-def read_files(paths: Sequence[str], inp: Inputs | None = None, ex: Extras | None = None) -> tuple[Inputs, Extras]:
-    """Parse files into the provisioning model and the disruption extras; InputError on bad input."""
+def read_files(
+    paths: Sequence[str], inp: Inputs | None = None, ex: Extras | None = None, *, budget: ByteBudget | None = None
+) -> tuple[Inputs, Extras]:
+    """Parse files into the provisioning model and the disruption extras; InputError on bad input (also past
+    the run's byte budget, when one is given)."""
     inp = inp or Inputs()
     ex = ex or Extras()
+    budget = budget or ByteBudget(None)
     for path in paths:
-        text = read_text(path)
+        text = budget.read(path)
         parse_documents(text, path, inp)  # the plan CLI's parser: its errors name file, document and field
         parse_extras(text, path, ex)
     return inp, ex

@@ -154,6 +154,9 @@ class Report:
     cost_after: float = 0.0
     solve_seconds: float = 0.0
     solves: int = 0  # scheduling simulations run, for the benchmark
+    # NodePools the engine cannot launch from, with why (as Results.unusable_nodepools): the run went on with
+    # the other pools. Empty when every pool is usable.
+    unusable_nodepools: dict[str, str] = field(default_factory=dict)
 
     @property
     def savings_per_hour(self) -> float:

@@ -10,6 +10,14 @@ __all__ = ["render_json", "render_text"]
 
 
 def render_json(r: Report) -> dict[str, Any]:
+    doc = _render_json(r)
+    if r.unusable_nodepools:
+        # only when there is one, so that a healthy run's document keeps exactly its three keys
+        doc["unusable_nodepools"] = dict(sorted(r.unusable_nodepools.items()))
+    return doc
+
+
+def _render_json(r: Report) -> dict[str, Any]:
     return {
         "actions": [
             {
@@ -69,6 +77,10 @@ def render_text(r: Report, out: TextIO) -> None:
             if n.blocked_by is not None and n.savings_per_hour is not None:
                 blocked = f" (blocked by {n.blocked_by}; would save ${n.savings_per_hour:.4f}/h)"
             w(f"  {n.node.ljust(width)}  {n.reason}{blocked}\n")
+    if r.unusable_nodepools:
+        w("Unusable nodepools (left out; every other nodepool was consolidated):\n")
+        for name, why in sorted(r.unusable_nodepools.items()):
+            w(f"  {name}: {why}\n")
     w(
         f"Nodes: {r.nodes}   Cost: ${r.cost_before:.4f}/h -> ${r.cost_after:.4f}/h "
         f"(saves ${r.cost_before - r.cost_after:.4f}/h)   Solve: {r.solve_seconds:.3f}s\n"

@@ -595,6 +595,14 @@ class ClusterSim:
             hit = self._cap_range[pool.name] = (Resources(big), Resources(small))
         return hit
 
+    def unusable_nodepools(self, keys: Sequence[str]) -> dict[str, str]:
+        """NodePools the simulations' Schedulers cannot launch from, with why (see Scheduler.templates)."""
+        found = self.base.unusable_nodepools(keys)
+        if self._unlimited is not None and self._unlimited is not self.base:
+            for name, why in self._unlimited.unusable.items():
+                found.setdefault(name, why)
+        return dict(sorted(found.items()))
+
     def _unlimited_scheduler(self) -> Scheduler:
         """The base Scheduler with every pool's limits lifted (for solves the limits provably cannot bind)."""
         if self._unlimited is None:

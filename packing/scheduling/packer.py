@@ -22,6 +22,8 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
+from packing.lp import solve_columns
+
 IntArray = npt.NDArray[np.int64]
 
 # how many of the pods that still fit a node _fill_balanced scores for each pick
@@ -535,13 +537,8 @@ def _solve_mix(
 ) -> tuple[IntArray, IntArray, npt.NDArray[np.float64], float] | None:
     """The type-mix LP over the options `opts`: per placement column its cell, its option and its value, and
     the LP's optimum ($/h)."""
-    import highspy
-
-    from packing.bound import _highs
-
     n_c, n_r = means.shape
     m = opts.size
-    h = _highs()
     inf = 1e30
     # rows: one demand row per cell (== count), then capacity rows per (option, resource)
     lo = counts_per_cell + [-inf] * (m * n_r)
@@ -564,30 +561,18 @@ def _solve_mix(
     value = np.concatenate([-ao[o_mask], y_vals[y_mask]])
     costs = np.concatenate([price[opts], np.zeros(c_idx.size)])
     n_cols = costs.size
-    h.addRows(
-        len(lo),
-        np.array(lo),
-        np.array(hi),
-        0,
-        np.zeros(0, dtype=np.int32),
-        np.zeros(0, dtype=np.int32),
-        np.zeros(0),
+    # presolve does not pay for itself on this LP (the bound's LP keeps HiGHS's default)
+    sol = solve_columns(
+        np.array(lo), np.array(hi), costs, np.full(n_cols, inf), starts, index, value, presolve=False
     )
-    h.addCols(n_cols, costs, np.zeros(n_cols), np.full(n_cols, inf), index.size, starts, index, value)
-    # presolve does not pay for itself on this LP; the bound's LP (same HiGHS instance) keeps the default
-    h.setOptionValue("presolve", "off")
-    try:
-        h.run()
-    finally:
-        h.setOptionValue("presolve", "choose")
-    if h.getModelStatus() != highspy.HighsModelStatus.kOptimal:
+    if sol is None:
         return None
-    y_sol = np.asarray(h.getSolution().col_value)[m:]
+    y_sol = sol.col_value[m:]
     return (
         c_idx.astype(np.int64),
         opts[o_loc].astype(np.int64),
         y_sol,
-        float(h.getInfo().objective_function_value),
+        sol.objective,
     )
 
 

@@ -138,20 +138,34 @@ def explain_pool(s: _Solve, ctx: PodContext, tpl: PoolTemplate) -> str:
     # everything static passes, so a dynamic constraint (topology, host ports) must have failed
     import numpy as np
 
-    from packing.scheduling.scheduler import NodeClaim, _topology_pins
+    from packing.scheduling.scheduler import NodeClaim, topology_pins
 
     probe = NodeClaim(
         f"{tpl.name}-probe", tpl, tpl.base, np.array([o.index for o in fitting], dtype=np.int64)
     )
     for term in ctx.terms:
         reqs = tpl.base.intersect(term)
-        pinned = _topology_pins(ctx, s.topo, probe.name, reqs, tpl)
+        pinned = topology_pins(ctx, s.topo, probe.name, reqs, tpl)
         if isinstance(pinned, str):
             return pinned
     return "no instance type satisfies all of the pod's constraints together"
 
 
 def explain(s: _Solve, ctx: PodContext) -> list[tuple[str, str]]:
-    if not s.tpls:
+    if not s.tpls and not s.s.unusable:
         return [("", "no nodepool is defined")]
-    return [(tpl.name, explain_pool(s, ctx, tpl)) for tpl in s.tpls]
+    out: list[tuple[str, str]] = []
+    kept = {tpl.name for tpl in s.tpls}
+    for pool in s.s.nodepools:
+        if pool.name not in kept:
+            # left out of the solve because preparing it failed (Scheduler.templates)
+            out.append((pool.name, f"nodepool unusable: {s.s.unusable.get(pool.name, 'not prepared')}"))
+    for tpl in s.tpls:
+        try:
+            why = explain_pool(s, ctx, tpl)
+        except Exception as e:  # noqa: BLE001 - a reason that cannot be worked out must not abort the solve
+            why = f"could not be explained ({type(e).__name__}: {e})"
+        out.append((tpl.name, why))
+    order = {p.name: i for i, p in enumerate(s.s.nodepools)}
+    out.sort(key=lambda r: order.get(r[0], -1))
+    return out

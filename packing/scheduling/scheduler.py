@@ -17,8 +17,10 @@ nodes removed (exclude_nodes).
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import gc
 import operator
+import threading
 import time
 from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -41,11 +43,18 @@ from packing.nodepool import (
 from packing.pods import HostPort, Pod
 from packing.requirements import Requirement, Requirements
 from packing.resources import CPU, MEMORY, PODS, Resources
+from packing.scheduling.amounts import (
+    beyond_reason,
+    clamped_node,
+    clamped_pod,
+    no_options_reason,
+    representable_types,
+)
 from packing.scheduling.packer import bin_totals, pack
 from packing.scheduling.topology import AFFINITY, ANTI, SPREAD, Topology, TopologyGroup
 from packing.taints import EPHEMERAL_TAINT_KEYS, Taint, first_untolerated
 
-__all__ = ["ExistingNode", "NodeClaim", "PlannedNodeClaim", "Results", "Scheduler"]
+__all__ = ["ExistingNode", "NodeClaim", "PlannedNodeClaim", "Results", "Scheduler", "gc_paused"]
 
 Vec = tuple[int, ...]
 MAX_OPTIONS = 60
@@ -53,6 +62,8 @@ _NONE: frozenset[str] = frozenset()
 _BASIC = frozenset({CPU, MEMORY, PODS})
 # types per block when listing each claim's alternatives (see _Solve._alternatives)
 _ALT_BLOCK = 128
+_INT64_MAX = 2**63 - 1
+_INT64_MIN = -(2**63)
 
 
 def largest_first(ctxs: Sequence[PodContext], *, keys: Sequence[str] = ()) -> list[PodContext]:
@@ -80,7 +91,7 @@ def _add(a: Vec, b: Vec) -> Vec:
     return tuple(map(operator.add, a, b))
 
 
-def _undominated(allocs: npt.NDArray[np.int64], prices: Sequence[float]) -> list[int]:
+def undominated(allocs: npt.NDArray[np.int64], prices: Sequence[float]) -> list[int]:
     """Indices of options that no other option beats (at least as big everywhere and no dearer).
 
     A dominated type is never the right choice for any set of pods, and dropping it shrinks the packer's work.
@@ -490,7 +501,7 @@ class NodeClaim:
                     continue
             else:
                 reqs = self.reqs
-            pinned = _topology_pins(ctx, topo, self.name, reqs, tpl)
+            pinned = topology_pins(ctx, topo, self.name, reqs, tpl)
             if isinstance(pinned, str):
                 last = pinned
                 continue
@@ -601,7 +612,7 @@ class _FirstFitIndex(Generic[RoomT]):
         return len(self.items)
 
 
-def _topology_pins(
+def topology_pins(
     ctx: PodContext, topo: Topology, hostname: str, reqs: Requirements, tpl: PoolTemplate
 ) -> Requirements | str:
     """Check the pod's topology groups against a NodeClaim and pin the claim's domains where needed."""
@@ -710,6 +721,9 @@ class Results:
     pending: int = 0
     solve_seconds: float = 0.0
     lower_bound: float | None = None
+    # NodePools the engine cannot launch from, with why (no instance type satisfies them, or building their
+    # options failed): the solve went on with the other pools. Empty when every pool is usable.
+    unusable_nodepools: dict[str, str] = field(default_factory=dict)
 
     @property
     def cost_per_hour(self) -> float:
@@ -737,10 +751,16 @@ class Scheduler:
     ) -> None:
         # heavier pools first, then by name so that the plan never depends on input order
         self.nodepools = sorted(nodepools, key=lambda p: (-p.weight, p.name))
-        self.instance_types = list(instance_types)
-        self.existing_nodes = list(existing_nodes)
-        self.running_pods = list(running_pods)
-        self.daemonsets = list(daemonsets)
+        # amounts beyond MAX_AMOUNT are not computed with (see packing.resources.MAX_AMOUNT)
+        self.instance_types = representable_types(instance_types)
+        self.existing_nodes = [clamped_node(n) for n in existing_nodes]
+        self.running_pods = [clamped_pod(p) for p in running_pods]
+        self.daemonsets = [
+            ds if ds.pod.requests.in_range() else dataclasses.replace(ds, pod=clamped_pod(ds.pod))
+            for ds in daemonsets
+        ]
+        # pool name -> why the engine cannot launch from it, filled as templates are built (see templates())
+        self.unusable: dict[str, str] = {}
         tk: set[str] = {ZONE_LABEL, CAPACITY_TYPE_LABEL, INSTANCE_TYPE_LABEL}
         for it in self.instance_types:
             tk.update(it.labels)
@@ -764,14 +784,29 @@ class Scheduler:
         )
 
     def templates(self, keys: tuple[str, ...]) -> list[PoolTemplate]:
+        """The pools prepared for these resource keys, heaviest first. A pool whose preparation fails is left
+        out (and named in `unusable` with the error) so that every other pool is still planned; a pool with no
+        launchable type stays in (its pods' reasons say so) and is named in `unusable` too."""
         hit = self._tpl_cache.get(keys)
         if hit is None:
-            hit = [
-                PoolTemplate(p, self.instance_types, self.daemonsets, keys, self.type_keys)
-                for p in self.nodepools
-            ]
+            hit = []
+            for p in self.nodepools:
+                try:
+                    tpl = PoolTemplate(p, self.instance_types, self.daemonsets, keys, self.type_keys)
+                except Exception as e:  # noqa: BLE001 - contained: one broken pool must not stop the others
+                    self.unusable.setdefault(p.name, f"the engine could not prepare it ({type(e).__name__}: {e})")
+                    continue
+                if not tpl.options:
+                    self.unusable.setdefault(p.name, no_options_reason(tpl, self.instance_types))
+                hit.append(tpl)
             self._tpl_cache[keys] = hit
         return hit
+
+    def unusable_nodepools(self, keys: Sequence[str] = ()) -> dict[str, str]:
+        """Pools the engine cannot launch from, with why, once templates for `keys` (with cpu, memory and
+        pods) are built: what Results.unusable_nodepools reports, for callers that run no solve."""
+        self.templates(tuple(sorted({CPU, MEMORY, PODS, *keys})))
+        return dict(self.unusable)
 
     def solve(
         self,
@@ -792,21 +827,37 @@ class Scheduler:
             return _Solve(self, pods, frozenset(exclude_nodes), greedy=strategy == "greedy").run(lower_bound)
 
 
+_gc_lock = threading.Lock()
+_gc_holders = 0  # solves (on any thread) inside gc_paused right now
+_gc_was_enabled = False  # the collector's state when the first of them entered
+
+
 @contextlib.contextmanager
 def gc_paused() -> Iterator[None]:
     """Hold off the cyclic garbage collector for one solve (or one consolidation run, which nests solves).
 
     A solve allocates tens of thousands of short-lived objects that reference counting frees, and no cycles
     worth collecting; each allocation burst still triggers collections that walk everything the process
-    holds (catalog, pods), about a tenth of a 10,000-pod solve. The previous state is restored afterwards.
+    holds (catalog, pools), about a tenth of a 10,000-pod solve.
+
+    The collector is process-wide, so under threads the pause is counted: the first solve to enter records
+    whether collection was on and switches it off, the last one to leave restores that state. Nested pauses
+    (a consolidation run's solves) and solves on several threads at once therefore never switch the
+    collector back on under a solve that is still running, nor leave it off after the last one.
     """
-    was_enabled = gc.isenabled()
-    gc.disable()
+    global _gc_holders, _gc_was_enabled
+    with _gc_lock:
+        if _gc_holders == 0:
+            _gc_was_enabled = gc.isenabled()
+            gc.disable()
+        _gc_holders += 1
     try:
         yield
     finally:
-        if was_enabled:
-            gc.enable()
+        with _gc_lock:
+            _gc_holders -= 1
+            if _gc_holders == 0 and _gc_was_enabled:
+                gc.enable()
 
 
 class _Solve:
@@ -817,17 +868,27 @@ class _Solve:
         self.greedy = greedy
         self.started = time.perf_counter()
         keyset: set[str] = {CPU, MEMORY, PODS}
+        self.errors: dict[str, list[tuple[str, str]]] = {}
+        beyond: list[Pod] = []
         for p in pods:
             keyset.update(p.requests)
+            if not p.requests.in_range():
+                beyond.append(p)
         for ds in s.daemonsets:
             keyset.update(ds.pod.requests)
         self.keys = tuple(sorted(keyset))
         self.tpls = s.templates(self.keys)
         self.pods = list(pods)
+        if beyond:
+            for p in beyond:
+                self.errors[p.key] = [("", beyond_reason(p.requests))]
+            gone = {id(p) for p in beyond}
+            self.placeable = [p for p in self.pods if id(p) not in gone]
+        else:
+            self.placeable = self.pods
         self.topo = Topology()
         self.claims: _FirstFitIndex[NodeClaim] = _FirstFitIndex()
         self.claim_seq: dict[str, int] = {}
-        self.errors: dict[str, list[tuple[str, str]]] = {}
         # pool usage toward limits: capacity of nodes and in-flight claims already belonging to the pool
         self.limit_used: dict[str, dict[str, int]] = {p.name: {} for p in s.nodepools}
         nodes = [n for n in s.existing_nodes if n.name not in exclude]
@@ -860,7 +921,7 @@ class _Solve:
 
     # ----------------------------------------------------------------- topology
     def _setup_topology(self, running_by_node: Mapping[str, list[Pod]]) -> None:
-        self.ctxs = [PodContext(p, self.keys) for p in self.pods]
+        self.ctxs = [PodContext(p, self.keys) for p in self.placeable]
         for ctx in self.ctxs:
             self._register(ctx)
         for node_name, pods in running_by_node.items():
@@ -956,7 +1017,9 @@ class _Solve:
             return np.ones(len(tpl.options), dtype=bool)
         used = self.limit_used[tpl.name]
         lkeys = sorted(limits)
-        room = np.array([limits[k] - used.get(k, 0) for k in lkeys], dtype=np.int64)
+        # a limit beyond int64 (e.g. memory: 8Ei in milli-units) is compared as int64's maximum: exact, since
+        # every capacity is at most MAX_AMOUNT
+        room = np.array([max(_INT64_MIN, min(_INT64_MAX, limits[k] - used.get(k, 0))) for k in lkeys], dtype=np.int64)
         caps = np.array(
             [[1000 if k == "nodes" else o.it.capacity.get(k, 0) for k in lkeys] for o in tpl.options],
             dtype=np.int64,
@@ -1102,7 +1165,7 @@ class _Solve:
         if tpl.pool.limits:
             mask = mask & self._limit_mask(tpl)
         m = tpl.alloc_matrix[mask]
-        m = m[_undominated(m, [0.0] * len(m))] if len(m) else m
+        m = m[undominated(m, [0.0] * len(m))] if len(m) else m
         if not tpl.pool.limits:
             m.setflags(write=False)  # shared by later solves
             tpl.frontier_cache[reqs] = m
@@ -1199,7 +1262,7 @@ class _Solve:
             opts = [opts[j] for j in keep]
             allocs = allocs[keep]
         if opts:
-            keep_idx = _undominated(allocs, [off.price or 0.0 for _, off in opts])
+            keep_idx = undominated(allocs, [off.price or 0.0 for _, off in opts])
             opts = [opts[j] for j in keep_idx]
             allocs = allocs[keep_idx]
         if not tpl.pool.limits:
@@ -1320,7 +1383,7 @@ class _Solve:
         return self._results(lower_bound)
 
     def _results(self, lower_bound: bool) -> Results:
-        res = Results(pending=len(self.pods), unschedulable=self.errors)
+        res = Results(pending=len(self.pods), unschedulable=self.errors, unusable_nodepools=dict(self.s.unusable))
         label_cache: dict[tuple[str, str, str, str, Requirements], dict[str, str]] = {}
         alloc_cache: dict[str, Resources] = {}
         claims = list(self.claims)

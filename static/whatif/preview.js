@@ -23,7 +23,11 @@
         method: "POST", body: data, credentials: "same-origin",
         headers: { "X-Requested-With": "fetch" },
       });
-      result.innerHTML = await response.text();
+      if (response.ok || response.status === 400) {
+        result.innerHTML = await response.text();  // the result, or the form's errors at their fields
+      } else {
+        result.textContent = "Preview failed: the server answered " + response.status + " " + response.statusText + ".";
+      }
     } catch (err) {
       result.textContent = "Preview failed: " + err;
     } finally {

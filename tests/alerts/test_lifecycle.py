@@ -76,9 +76,9 @@ def test_budget_per_nodepool(channel: Channel, slack: SlackDouble) -> None:
     put(NOW - timedelta(minutes=1), "", cost_per_hour=Decimal(50))  # the cluster row must not count
     check_cycle(r, slack, lambda at: put(at, "general", cost_per_hour=Decimal(12)),
                 lambda at: put(at, "general", cost_per_hour=Decimal(8)))
-    fields = slack.requests[0]["json"]["blocks"][1]["fields"]
+    fields = slack.requests[0]["json"]["blocks"][2]["fields"]
     assert "$12.00/h" in fields[0]["text"] and "$10.00/h" in fields[1]["text"]
-    assert "general" in slack.requests[0]["json"]["blocks"][-2]["elements"][0]["text"]
+    assert "general" in slack.requests[0]["json"]["blocks"][-2]["elements"][1]["text"]
 
 
 def test_budget_forecast(channel: Channel, slack: SlackDouble) -> None:
@@ -93,7 +93,7 @@ def test_spend_spike(channel: Channel, slack: SlackDouble) -> None:
             put(NOW - timedelta(days=day) + timedelta(minutes=minute), cost_per_hour=Decimal(10))
     r = rule(channel, AlertRule.SPIKE, "50")
     check_cycle(r, slack, lambda at: put(at, cost_per_hour=Decimal(20)), lambda at: put(at, cost_per_hour=Decimal(11)))
-    assert "+100.0%" in slack.requests[0]["json"]["blocks"][1]["fields"][2]["text"]
+    assert "+100 %" in slack.requests[0]["json"]["blocks"][2]["fields"][2]["text"]
 
 
 def test_low_efficiency(channel: Channel, slack: SlackDouble) -> None:
@@ -116,7 +116,7 @@ def test_stuck_pods(channel: Channel, slack: SlackDouble) -> None:
         services.pending_pods_observe(pods=pods, now=at)
 
     check_cycle(r, slack, stuck, lambda at: services.pending_pods_observe(pods=pods[:1], now=at))
-    details = slack.requests[0]["json"]["blocks"][2]["text"]["text"]
+    details = slack.requests[0]["json"]["blocks"][3]["text"]["text"]
     assert "3 × nodepool default: limit cpu=100 would be exceeded (in use 100)" in details
     assert "shop/web-0 — 5 min — nodepool default: limit cpu=100" in details
 
@@ -146,7 +146,7 @@ def test_stranded_savings(channel: Channel, slack: SlackDouble) -> None:
         services.stranded_moves_record(report=Report(), nodepools={}, now=at)
 
     check_cycle(r, slack, on, off)
-    assert "pdb default/web blocks eviction of default/web-2" in slack.requests[0]["json"]["blocks"][2]["text"]["text"]
+    assert "pdb default/web blocks eviction of default/web-2" in slack.requests[0]["json"]["blocks"][3]["text"]["text"]
 
 
 def test_evaluate_all_task_runs_every_rule(channel: Channel, slack: SlackDouble) -> None:

@@ -65,7 +65,7 @@ def test_rule_form_errors_at_the_field_and_nothing_saved(operator_client: Client
 def test_channel_form_errors_keep_stored_secret(operator_client: Client, hook: Channel,
                                                 slack: SlackDouble) -> None:
     resp = operator_client.post(f"/alerts/channels/{hook.pk}/", {"name": "ops", "kind": "bot", "secret": "nope",
-                                                                 "api_base_url": "http://x/api"})
+                                                                 "api_base_url": "https://slack.com/api"})
     html = resp.content.decode()
     assert resp.status_code == 200 and "A bot token starts with xoxb-." in html
     assert "needs a Slack channel id" in html and "Must end with" in html

@@ -38,7 +38,7 @@ def test_spike_against_same_hour_baseline() -> None:
     history += [Row(at=NOW - timedelta(days=1, hours=3), cost_per_hour=Decimal(1000))]  # other hour: ignored
     ev = selectors.evaluate_spike(sample(0, cost_per_hour=Decimal(16)), history, threshold_pct=Decimal(50),
                                   scope="general", now=NOW)
-    assert ev.firing and ev.change == "+60.0%" and "$10.00" in ev.threshold
+    assert ev.firing and ev.change == "+60 %" and "$10.00" in ev.threshold
     calm = selectors.evaluate_spike(sample(0, cost_per_hour=Decimal(14)), history, threshold_pct=Decimal(50),
                                     scope="general", now=NOW)
     assert not calm.firing
@@ -84,7 +84,7 @@ def test_a_pod_is_stuck_by_its_own_age() -> None:
     assert not stuck(young, {}).firing
     assert not stuck([*young, pending("shop/old", 30)], {}, threshold=2).firing
     assert stuck([*young, pending("shop/old", 30), pending("shop/older", 45)], {}, threshold=2).firing
-    assert stuck([pending("a/b", 11)], {}, threshold=0).threshold == "≥ 1 pods pending > 10 min"
+    assert stuck([pending("a/b", 11)], {}, threshold=0).threshold == "≥ 1 pod pending > 10 min"
 
 
 def test_stuck_message_lists_top_reasons_and_longest_stuck_pods() -> None:
@@ -150,7 +150,7 @@ def test_stranded_needs_both_the_hold_and_the_saving() -> None:
               move("n2", "3", 600, "do-not-disrupt", "pod jobs/etl-1 has do-not-disrupt"), move("n3", "9", 5))
     assert both.value == "$96.00/day" and both.change == "2 move(s) blocked by budget, do-not-disrupt"
     assert both.details == [
-        "n2 (general): pod jobs/etl-1 has do-not-disrupt — saves $72.00/day ($3.00/h), blocked 10 h 00 min",
+        "n2 (general): pod jobs/etl-1 has do-not-disrupt — saves $72.00/day ($3.00/h), blocked 10 h",
         "n1 (general): budget 0 nodes for Underutilized — saves $24.00/day ($1.00/h), blocked 2 h 01 min"]
 
 

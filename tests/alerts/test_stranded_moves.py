@@ -112,10 +112,10 @@ def test_fires_after_the_hold_above_the_threshold_repeats_and_resolves(channel: 
 
     first = slack.requests[0]["json"]
     assert messages.problems(first["blocks"]) == []
-    details = first["blocks"][2]["text"]["text"]
+    details = first["blocks"][3]["text"]["text"]
     assert "ip-10-0-1-5 (general): pdb default/web blocks eviction of default/web-2" in details
     assert "saves $36.00/day ($1.50/h)" in details and "blocked 2 h 01 min" in details
-    fields = " ".join(f["text"] for f in first["blocks"][1]["fields"])
+    fields = " ".join(f["text"] for f in first["blocks"][2]["fields"])
     assert "$36.00/day" in fields and "≥ $20.00/day" in fields and "blocked by pdb" in fields
     assert "$36.00/day" in first["text"]
 
@@ -127,7 +127,7 @@ def test_below_the_threshold_never_fires(channel: Channel, slack: SlackDouble) -
         assert tick(r, NOW + timedelta(minutes=minutes)) is None
     blocked_web(NOW + timedelta(minutes=181), per_hour=2)      # now 48 $/day, blocked since NOW
     assert tick(r, NOW + timedelta(minutes=181)) == "fired"
-    assert "$48.00/day" in slack.requests[0]["json"]["blocks"][2]["text"]["text"]
+    assert "$48.00/day" in slack.requests[0]["json"]["blocks"][3]["text"]["text"]
 
 
 def test_a_lifted_block_restarts_the_hold(channel: Channel, slack: SlackDouble) -> None:
@@ -147,7 +147,7 @@ def test_pool_scope_counts_only_its_nodes(channel: Channel, slack: SlackDouble) 
         NotDisrupted("ip-10-0-9-9", "pod jobs/etl-1 has do-not-disrupt", "do-not-disrupt", 0.1)),
         nodepools={"ip-10-0-9-9": "batch"}, now=NOW + timedelta(hours=3))
     assert tick(r, NOW + timedelta(hours=3, minutes=2)) == "fired"
-    details = slack.requests[0]["json"]["blocks"][2]["text"]["text"]
+    details = slack.requests[0]["json"]["blocks"][3]["text"]["text"]
     assert "pod jobs/etl-1 has do-not-disrupt" in details and "ip-10-0-1-5" not in details
 
 
@@ -197,7 +197,7 @@ def test_the_disruption_loop_records_updates_and_clears_a_pdb_block(world: Any, 
     advance(clock, config, 3600)
     disrupt_run(cluster=cluster, cloud=cloud, now=clock())
     assert tick(r, clock()) == "fired"
-    details = slack.requests[0]["json"]["blocks"][2]["text"]["text"]
+    details = slack.requests[0]["json"]["blocks"][3]["text"]["text"]
     per_day = row.savings_per_hour * 24
     assert f"{row.node} (general): pdb data/db blocks eviction of data/db-0 — saves ${per_day:,.2f}/day" in details
 

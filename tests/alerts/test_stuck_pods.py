@@ -63,8 +63,8 @@ def test_nine_minutes_does_not_count_eleven_does(channel: Channel, slack: SlackD
     assert tick(r, NOW + timedelta(minutes=11)) == "fired"
     blocks = slack.requests[0]["json"]["blocks"]
     assert messages.problems(blocks) == []
-    assert "shop/web-1 — 11 min — waiting for the provisioner" in blocks[2]["text"]["text"]
-    assert "1 stuck of 1 pending" in blocks[1]["fields"][0]["text"]
+    assert "shop/web-1 — 11 min — waiting for the provisioner" in blocks[3]["text"]["text"]
+    assert "1 stuck of 1 pending" in blocks[2]["fields"][0]["text"]
 
 
 def test_scheduled_then_pending_again_restarts_the_clock(channel: Channel, slack: SlackDouble) -> None:
@@ -82,7 +82,7 @@ def test_scheduled_then_pending_again_restarts_the_clock(channel: Channel, slack
     assert tick(r, back + timedelta(minutes=9)) is None              # 9 minutes in this stretch
     services.pending_pods_observe(pods=[web], now=back + timedelta(minutes=11))
     assert tick(r, back + timedelta(minutes=11)) == "fired"
-    assert "shop/web-1 — 11 min" in slack.requests[-1]["json"]["blocks"][2]["text"]["text"]
+    assert "shop/web-1 — 11 min" in slack.requests[-1]["json"]["blocks"][3]["text"]["text"]
 
 
 def test_recreated_pods_and_odd_objects() -> None:
@@ -163,7 +163,7 @@ def test_the_beat_tick_reads_the_simulated_cluster_and_the_ledger(world: Any, ch
     assert beat(2) == 2                                             # 11 min: both rules fire
     by_rule = {e.rule_id: e for e in AlertEvent.objects.filter(kind="fired")}
     assert set(by_rule) == {cluster_rule.pk, compute_rule.pk}
-    texts = [req["json"]["blocks"][2]["text"]["text"] for req in slack.requests]
+    texts = [req["json"]["blocks"][3]["text"]["text"] for req in slack.requests]
     size = "no instance type has 500 cpu and 1Gi memory available"
     # The cluster: both pools could take huge but for its size; pinned only compute (general's
     # requirements exclude it, so that reason is not counted).

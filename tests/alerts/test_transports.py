@@ -112,9 +112,9 @@ def test_huge_messages_stay_within_block_kit_limits() -> None:
 
 
 def test_secret_from_env_var(slack: SlackDouble, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("ALERTS_TEST_HOOK", slack.webhook_url)
-    ch = Channel.objects.create(name="env", kind=Channel.WEBHOOK, secret_env="ALERTS_TEST_HOOK")
-    assert ch.masked_secret == "$ALERTS_TEST_HOOK" and not ch.secret_encrypted
+    monkeypatch.setenv("LOADMASTER_SLACK_TEST_HOOK", slack.webhook_url)
+    ch = Channel.objects.create(name="env", kind=Channel.WEBHOOK, secret_env="LOADMASTER_SLACK_TEST_HOOK")
+    assert ch.masked_secret == "$LOADMASTER_SLACK_TEST_HOOK" and not ch.secret_encrypted
     assert deliver(ch, *sample_message(), sleep=lambda s: None) == (True, "")
 
 

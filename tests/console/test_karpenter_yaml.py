@@ -780,7 +780,7 @@ GOOD = minimal_pool("good")
 
 @pytest.mark.parametrize("text, expected", [
     (GOOD + "---\nkind: NodePool\nmetadata: {name: [unclosed\n",
-     (2, "", "malformed YAML at line 20, column 1: expected ',' or ']'")),
+     (2, "", "malformed YAML at line 20, column 1: did not find expected ',' or ']'")),
     ("---\n" + GOOD + "---\napiVersion: karpenter.sh/v1\nkind: NodePool\n  bad: indent\n",
      (2, "", "malformed YAML at line")),
     (GOOD + "---\n- just\n- a list\n", (2, "", "expected a mapping with apiVersion and kind, got list")),
@@ -964,3 +964,103 @@ def test_yaml_dialect_matches_kubectl() -> None:
     assert doc == {"a": "2024-02-02T19:54:34Z", "1": "x", "true": "y"}
     with pytest.raises(yaml.YAMLError, match="key 'a' is given twice"):
         manifests.load_yaml_documents("a: 1\na: 2\n")
+
+
+# --- hostile YAML (issue 14, items 17 and 19): bounded, an input error everywhere the console reads YAML -----------
+
+def _bomb(levels: int = 6, field: str = "metadata") -> str:
+    """A 'billion laughs': 9**levels strings from a few hundred bytes (about 500 bytes for 6 levels)."""
+    lines = ["apiVersion: karpenter.sh/v1", "kind: NodePool", "a0: &a0 [lol, lol, lol, lol, lol, lol, lol, lol, lol]"]
+    lines += [f"a{n}: &a{n} [{', '.join([f'*a{n - 1}'] * 9)}]" for n in range(1, levels)]
+    lines.append(f"{field}: {{name: *a{levels - 1}}}")
+    return "\n".join(lines) + "\n"
+
+
+TAGGED = [("!!int x", "invalid integer 'x'"), ("!!timestamp x", "invalid timestamp 'x'"),
+          ("!!float x", "invalid number 'x'"), ("!!bool x", "invalid boolean 'x'")]
+
+
+def test_alias_bomb_import_is_refused_briefly(importer: User, operator_client: Any) -> None:
+    text = _bomb()
+    assert len(text) < 600
+    [problem] = run_import(importer, ("bomb.yaml", text)).problems
+    assert problem.document == 1 and "aliases expand the document by more than 10000 nodes" in problem.message
+    for body in ({"yaml": text}, text):
+        response = (operator_client.post("/api/import/", body, format="json") if isinstance(body, dict)
+                    else operator_client.post("/api/import/", body, content_type="application/yaml"))
+        assert response.status_code == 400 and len(response.content) < 2000, len(response.content)
+    page = operator_client.post("/import/", {"text": text})
+    assert page.status_code == 400 and len(page.content) < 200_000 and b"aliases expand" in page.content
+    assert counts() == (0, 0, 0)
+
+
+def test_a_small_alias_is_still_fine(importer: User) -> None:
+    text = minimal_pool("aliased").replace("requirements:", "taints: &t [{key: a, effect: NoSchedule}]\n"
+                                                           "      startupTaints: *t\n      requirements:")
+    assert problems(run_import(importer, text)) == []
+    assert NodePool.objects.get(name="aliased").startup_taints == [{"key": "a", "effect": "NoSchedule"}]
+
+
+def test_values_quoted_in_errors_are_cut() -> None:
+    doc = yaml.safe_load(minimal_pool("x"))
+    doc["metadata"]["name"] = ["y" * 10_000] * 50
+    _, found = manifests.fields_from_manifest(doc)
+    [(path, message)] = [p for p in found if p[0] == "metadata.name"]
+    assert message.startswith("must be a string, got [") and len(message) < 100 and "…" in message
+
+
+@pytest.mark.parametrize(("tagged", "message"), TAGGED)
+def test_explicit_tags_are_input_errors_on_import(importer: User, operator_client: Any, tagged: str,
+                                                  message: str) -> None:
+    text = minimal_pool("p").replace("name: p", f"name: {tagged}")
+    [problem] = run_import(importer, ("t.yaml", text)).problems
+    assert problem.message.startswith("malformed YAML at line 4, column 9") and message in problem.message
+    response = operator_client.post("/api/import/", text, content_type="application/yaml")
+    assert response.status_code == 400 and message in response.json()["problems"][0]["message"]
+    assert operator_client.post("/import/", {"text": text}).status_code == 400
+    assert counts() == (0, 0, 0)
+
+
+@pytest.mark.parametrize(("tagged", "message"), TAGGED)
+def test_explicit_tags_are_field_errors_in_the_nodeclass_form_and_preview(
+        operator_client: Any, viewer_client: Any, tagged: str, message: str) -> None:
+    data = {"name": "edited", "ami_family": "", "ami_selector_terms": f"- alias: {tagged}",
+            "subnet_selector_terms": "- tags: {karpenter.sh/discovery: test}",
+            "security_group_selector_terms": "- tags: {karpenter.sh/discovery: test}",
+            "role": "KarpenterNodeRole-test", "instance_profile": "", "tags": "", "block_device_mappings": "",
+            "kubelet_system_reserved": "", "kubelet_kube_reserved": "", "kubelet_eviction_hard": "",
+            "user_data": "", "detailed_monitoring": "unknown", "associate_public_ip_address": "unknown"}
+    saved = operator_client.post("/nodeclasses/new/", data)
+    assert saved.status_code == 400
+    [error] = saved.context["form"].errors["ami_selector_terms"]
+    assert error.startswith("not valid YAML at line 1") and message in error
+    preview = viewer_client.post("/whatif/nodeclasses/preview/", data, HTTP_X_REQUESTED_WITH="fetch")
+    assert preview.status_code == 400
+    assert any(e.startswith("ami_selector_terms: not valid YAML at line 1") and message in e
+               for e in preview.context["errors"])
+    assert not EC2NodeClass.objects.exists()
+
+
+@pytest.mark.parametrize("text", [_bomb(6, "spec"), "apiVersion: v1\nkind: Pod\nmetadata: {name: !!int x}\n",
+                                  "apiVersion: v1\nkind: Pod\nmetadata: {name: x, creationTimestamp: !!timestamp x}\n"])
+def test_snapshot_paste_of_hostile_yaml_is_a_short_400(operator_client: Any, text: str) -> None:
+    from console.whatif.models import Snapshot
+
+    response = operator_client.post("/whatif/snapshots/", {"name": "s", "text": text})
+    assert response.status_code == 400 and len(response.content) < 200_000
+    assert b"pasted YAML: document 1: invalid YAML" in response.content
+    assert not Snapshot.objects.exists()
+
+
+def test_snapshot_with_too_many_replicas_is_refused_on_upload(operator_client: Any) -> None:
+    from console.whatif.models import Snapshot
+
+    deployments = "---\n".join(
+        f"apiVersion: apps/v1\nkind: Deployment\nmetadata: {{name: w{i}}}\n"
+        "spec: {replicas: 10000, template: {spec: {containers: [{name: c}]}}}\n" for i in range(11))
+    response = operator_client.post("/whatif/snapshots/", {"name": "s", "text": deployments})
+    assert response.status_code == 400 and b"more than 100000 pending pods" in response.content
+    one = "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: w}\nspec: {replicas: 100000}\n"
+    response = operator_client.post("/whatif/snapshots/", {"name": "s", "text": one})
+    assert response.status_code == 400 and b"is more than the maximum 10000 pods per workload" in response.content
+    assert not Snapshot.objects.exists()

@@ -16,7 +16,7 @@ PAGES = ["/dashboards/", "/dashboards/binpacking/", "/dashboards/spot/", "/dashb
 CHARTS = {"/dashboards/": ["chart-efficiency", "chart-cost", "chart-optimality", "chart-nodes"],
           "/dashboards/binpacking/": ["chart-nodes", "chart-pool-efficiency"],
           "/dashboards/spot/": ["chart-spot-cost", "chart-spot-pools"],
-          "/dashboards/unschedulable/": ["chart-reasons"],
+          "/dashboards/unschedulable/": ["chart-reasons", "chart-reasons-pools"],
           "/dashboards/cost/": ["chart-cost-families", "chart-cost-pools", "chart-timeline"]}
 
 

@@ -124,11 +124,12 @@ def test_savings_total_per_pool_and_estimates(fleet: None) -> None:
 
 
 def test_cost_by_family(fleet: None) -> None:
-    # n1 m5: 2 h × 0.04; n2 c5: 24 h (window) × 0.17; n3 c5: 2 h (−3 h → −1 h) × 0.1.
+    # From the samples, like the cost per pool: three minutes of pool b ($2/h, its live claim n2 is a c5)
+    # and of pool a ($1/h, n1 is an m5); n3 (c5) was terminated an hour before them.
     fam = selectors.cost_by_family(now=NOW)
-    assert fam == {"c5": pytest.approx(4.08 + 0.2), "m5": pytest.approx(0.08)}
+    assert fam == {"c5": pytest.approx(0.1), "m5": pytest.approx(0.05)}
     assert list(fam) == ["c5", "m5"]
-    assert selectors.cost_by_family(nodepool="a", window="1h", now=NOW) == {"m5": pytest.approx(0.04)}
+    assert selectors.cost_by_family(nodepool="a", window="1h", now=NOW) == {"m5": pytest.approx(0.05)}
 
 
 def test_unschedulable_history_and_pending_now(fleet: None) -> None:

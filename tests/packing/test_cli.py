@@ -502,3 +502,85 @@ spec:
     code, out, _ = run(tmp_path, CATALOG, POOLS, WORKLOADS + rs)
     assert code == 0
     assert json.loads(out)["summary"]["pending_pods"] == 4
+
+
+# --- the exit contract (issue 14, items 18 and 20): exit 2 is ONE line, input is bounded ------------------------
+
+@pytest.mark.parametrize("argv", [
+    ["plan", "--output", "xml", "x.yaml"], ["plan"], ["plan", "--max-input-bytes", "lots", "x.yaml"],
+    ["consolidate", "--frobnicate", "x.yaml"], [], ["frobnicate"],
+])
+def test_usage_errors_are_one_line(argv: list[str]) -> None:
+    r = subprocess.run([sys.executable, "-m", "packing", *argv], cwd=ROOT, capture_output=True, text=True)
+    assert r.returncode == 2 and r.stdout == ""
+    assert len(r.stderr.strip().splitlines()) == 1 and r.stderr.startswith("error: "), r.stderr
+
+
+def test_input_is_capped_in_all_files_together(tmp_path: Path) -> None:
+    big = tmp_path / "big.yaml"
+    big.write_text(WORKLOADS)
+    size = len(WORKLOADS.encode())
+    code, _, err = run(tmp_path, CATALOG, POOLS, args=("--max-input-bytes", str(len(CATALOG) + len(POOLS) + 10),
+                                                         str(big)))
+    assert code == 2 and err.strip() == (
+        f"error: {big}: the input is larger than {len(CATALOG) + len(POOLS) + 10} bytes "
+        "(the limit of --max-input-bytes, for all files together)")
+    code, out, _ = run(tmp_path, CATALOG, POOLS, args=("--max-input-bytes", str(len(CATALOG) + len(POOLS) + size),
+                                                         str(big)))
+    assert code == 0 and json.loads(out)["summary"]["pending_pods"] == 4
+    assert run(tmp_path, CATALOG, POOLS, WORKLOADS, args=("--max-input-bytes", "0"))[0] == 0  # 0: no limit
+    r = subprocess.run([sys.executable, "-m", "packing", "plan", "-", "--max-input-bytes", "100"], cwd=ROOT,
+                       input=WORKLOADS, capture_output=True, text=True)
+    assert r.returncode == 2 and r.stderr == "error: -: the input is larger than 100 bytes (the limit of " \
+                                             "--max-input-bytes, for all files together)\n"
+
+
+def test_the_default_cap_is_64_mib() -> None:
+    from packing.kubeobjects import DEFAULT_MAX_INPUT_BYTES
+
+    assert DEFAULT_MAX_INPUT_BYTES == 64 * 2**20
+    assert "default 67108864, 64 MiB" in " ".join(build_help().split())
+
+
+def build_help() -> str:
+    from packing.plan_cli import build_parser
+
+    return build_parser().format_help()
+
+
+def test_an_error_is_not_preceded_by_the_skipped_notice(tmp_path: Path) -> None:
+    # the notice "skipped 2 objects of other kinds" came first: an exit 2 with two lines
+    dup = CATALOG + "---\n" + CATALOG.split("---")[0]
+    code, _, err = run(tmp_path, dup, WORKLOADS)
+    assert code == 2 and len(err.strip().splitlines()) == 1
+    assert "in0.yaml: document 3 (InstanceType c-4x): metadata.name: InstanceType c-4x is defined more than once " \
+           "(also " in err and "in0.yaml: document 1 (InstanceType c-4x))" in err
+
+
+def test_files_may_follow_the_flags(tmp_path: Path) -> None:
+    cat = tmp_path / "cat.yaml"
+    cat.write_text(CATALOG)
+    pools = tmp_path / "pools.yaml"
+    pools.write_text(POOLS)
+    code, out, _ = run(tmp_path, WORKLOADS, args=("--catalog", str(cat), str(pools)))
+    assert code == 0 and json.loads(out)["summary"]["new_nodeclaims"] == 1
+
+
+def test_integers_as_ascii_digit_strings_still_read(tmp_path: Path) -> None:
+    code, out, err = run(tmp_path, CATALOG, POOLS, WORKLOADS.replace("replicas: 3", "replicas: '3'"))
+    assert code == 0, err
+    assert json.loads(out)["summary"]["pending_pods"] == 4
+
+
+def test_expansion_is_checked_before_any_pod_is_made(tmp_path: Path) -> None:
+    from packing import kubeobjects
+
+    many = "---\n".join(WORKLOADS.split("---")[0].replace("name: web,", f"name: web{i},").replace("replicas: 3", "replicas: 9000")
+                        for i in range(12))
+    inp = kubeobjects.Inputs()
+    kubeobjects.parse_documents(many, "many.yaml", inp)
+    with pytest.raises(kubeobjects.InputError, match=r"^many.yaml: document 10 \(Deployment web9\): spec.replicas: "
+                                                     r"the workloads without pods of their own would make more than "
+                                                     r"100000 pending pods in all \(the maximum\)$"):
+        kubeobjects.expand_workloads(inp)
+    assert inp.pending == []

@@ -100,3 +100,13 @@ def test_failed_refresh_is_reported_and_old_data_kept(viewer_client: Client, set
     html = viewer_client.get("/catalog/").content.decode()
     assert "failed — the last good data is still in use" in html
     assert m5_large_on_demand(viewer_client).startswith("0.096 snapshot")   # bundled price still used
+
+
+def test_memory_columns_say_what_they_are(viewer_client: Client) -> None:
+    """m5.large: EC2 lists 8 GiB; the node reports 7577Mi (7.5 % VM overhead off); pods get 6903Mi."""
+    html = viewer_client.get("/catalog/?q=m5.large&family=m5").content.decode()
+    assert "Memory (EC2)" in html and "Memory (node capacity)" in html
+    assert "7.5 % the hypervisor and kernel keep" in html
+    row = html[html.index("<code>m5.large</code>"):].split("</tr>", 1)[0]
+    assert '<td class="num">8 GiB</td>' in row
+    assert '<td class="num" title="7577Mi">7.4 GiB</td>' in row and 'title="6903Mi">6.7 GiB' in row

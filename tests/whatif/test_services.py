@@ -126,3 +126,24 @@ def test_blocker_categories(reason: str, category: str) -> None:
     assert whatif._category(reason) == category
     if category == "no cheaper replacement":
         assert whatif._cheapest(reason) == {"instance_type": "m5.large", "price_per_hour": 0.096}
+
+
+def test_why_node_of_a_deleted_nodepool(world: Any, viewer_client: Any) -> None:
+    """A node whose NodePool was deleted is being removed; the page says so instead of "not found"."""
+    from decimal import Decimal
+
+    from console.fleet.models import NodeClaim
+
+    node = karpenter_node("orphan")
+    node["metadata"]["labels"]["karpenter.sh/nodepool"] = "gone"
+    world.cluster.apply(node)
+    NodeClaim.objects.create(name="gone-abc12", nodepool_name="gone", instance_type="m5.2xlarge",
+                             capacity_type="on-demand", zone="us-east-1a", node_name="orphan",
+                             price_per_hour=Decimal("0.384"), price_source="snapshot")
+    answer = whatif.why_node("orphan", cluster=world.cluster, now=world.clock())
+    assert answer["nodepool_deleted"] and answer["nodepool"] == "gone" and not answer["candidate"]
+    assert "was deleted" in answer["blocked_by"] and "not found in the input" not in answer["blocked_by"]
+    assert answer["savings_per_hour"] == 0.384
+    html = viewer_client.get("/whatif/nodes/orphan/").content.decode()
+    assert 'id="why-nodepool-deleted"' in html and "NodePool <code>gone</code> was deleted" in html
+    assert "not found in the input" not in html

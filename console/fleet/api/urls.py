@@ -2,10 +2,10 @@
 
 from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView
-from rest_framework.authtoken.views import obtain_auth_token
 from rest_framework.routers import DefaultRouter
 
 from console.fleet.api import views
+from console.throttling import obtain_auth_token
 
 app_name = "api"
 

@@ -7,6 +7,7 @@ StaleRevision and NodeClassInUse become 409. No business rule lives here.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -25,6 +26,7 @@ from rest_framework.pagination import PageNumberPagination
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.settings import api_settings
+from rest_framework.utils import encoders
 from rest_framework.views import APIView
 
 from console.fleet import selectors, services
@@ -97,6 +99,10 @@ class YamlRenderer(renderers.BaseRenderer):
     def render(self, data: Any, accepted_media_type: str | None = None, renderer_context: Any = None) -> bytes:
         if data is None:
             return b""
+        if not isinstance(data, str):
+            # Error answers hold DRF's ErrorDetail (a str subclass the safe dumper refuses): plain
+            # JSON types first, so a 401/403/404 in YAML is a YAML document, not a 500.
+            data = json.loads(json.dumps(data, cls=encoders.JSONEncoder))
         text = data if isinstance(data, str) else yaml.safe_dump(data, sort_keys=False, allow_unicode=True)
         return text.encode(self.charset)
 

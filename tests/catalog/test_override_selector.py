@@ -1,0 +1,53 @@
+"""A price override's selector is what PriceOverride.matches compares with: "*", a family or a type
+in the catalog — anything else (free text, a glob, a label selector) would silently match nothing."""
+
+from __future__ import annotations
+
+from decimal import Decimal
+from typing import Any
+
+import pytest
+from django.core.exceptions import ValidationError
+from django.test import Client
+
+from console import adapters
+from console.catalog.models import PriceOverrideRule
+from tests.web.conftest import operator, operator_client  # noqa: F401
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture(autouse=True)
+def fresh_catalog_cache() -> Any:
+    adapters._catalog.cache_clear()
+    yield
+    adapters._catalog.cache_clear()
+
+
+def post(client: Client, selector: str) -> Any:
+    return client.post("/catalog/overrides/", {"selector": selector, "capacity_type": "on-demand",
+                                               "percent": "-10", "position": "0"})
+
+
+@pytest.mark.parametrize("selector", ["*", "m5", "m5.large", "u-6tb1.112xlarge", "c7gd"])
+def test_good_selectors(operator_client: Client, selector: str) -> None:  # noqa: F811
+    assert post(operator_client, selector).status_code == 302
+    assert PriceOverrideRule.objects.get().selector == selector
+
+
+@pytest.mark.parametrize(("selector", "message"), [
+    ("anything at all", "Not a selector"), ("m5*", "Not a selector"), ("M5.Large", "Not a selector"),
+    ("instance-family=m5", "Not a selector"), ("<script>", "Not a selector"),
+    ("m5.lage", "in the catalog"), ("zz9", "in the catalog"),
+])
+def test_bad_selectors_refused_at_the_field(operator_client: Client, selector: str, message: str) -> None:  # noqa: F811
+    response = post(operator_client, selector)
+    assert response.status_code == 400
+    assert any(message in e for e in response.context["override_form"].errors["selector"])
+    assert not PriceOverrideRule.objects.exists()
+
+
+def test_model_refuses_free_text() -> None:
+    with pytest.raises(ValidationError) as caught:
+        PriceOverrideRule(selector="free text", percent=Decimal(-5)).full_clean()
+    assert "selector" in caught.value.message_dict
