@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from console.alerts.models import Channel
 from tests.web.conftest import operator, operator_client, viewer, viewer_client  # noqa: F401
 
 
@@ -71,3 +72,12 @@ def slack() -> Iterator[SlackDouble]:
 @pytest.fixture
 def no_sleep() -> list[float]:
     return []
+
+
+@pytest.fixture
+def channel(slack: SlackDouble) -> Channel:
+    """A webhook channel pointed at the local Slack double."""
+    ch = Channel(name="ops", kind=Channel.WEBHOOK)
+    ch.set_secret(slack.webhook_url)
+    ch.save()
+    return ch

@@ -221,14 +221,6 @@ def test_messages_name_the_cluster_and_say_the_header_once(settings: Any) -> Non
     assert messages.problems(blocks) == []
 
 
-@pytest.fixture
-def channel(slack: SlackDouble) -> Channel:
-    ch = Channel(name="ops", kind=Channel.WEBHOOK)
-    ch.set_secret(slack.webhook_url)
-    ch.save()
-    return ch
-
-
 def test_rule_whose_pool_was_deleted_can_still_be_edited(operator_client: Client, channel: Channel) -> None:
     rule = AlertRule.objects.create(name="r", kind=AlertRule.BUDGET, metric="cost_per_hour", threshold=Decimal(5),
                                     nodepool="gone", channel=channel)

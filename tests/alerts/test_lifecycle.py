@@ -30,14 +30,6 @@ def minutes(start: datetime, n: int, pool: str = "", **kw: Any) -> None:
         put(start - timedelta(minutes=i), pool, **kw)
 
 
-@pytest.fixture
-def channel(slack: SlackDouble) -> Channel:
-    ch = Channel(name="ops", kind=Channel.WEBHOOK)
-    ch.set_secret(slack.webhook_url)
-    ch.save()
-    return ch
-
-
 def rule(channel: Channel, kind: str, threshold: str, **kw: Any) -> AlertRule:
     return AlertRule.objects.create(name=f"{kind} rule", kind=kind, threshold=Decimal(threshold), channel=channel,
                                     cooldown_minutes=30, **kw)

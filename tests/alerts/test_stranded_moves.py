@@ -67,14 +67,6 @@ def test_record_creates_keeps_the_clock_updates_and_clears() -> None:
 
 # --- the rule ----------------------------------------------------------------------------------
 
-@pytest.fixture
-def channel(slack: SlackDouble) -> Channel:
-    ch = Channel(name="ops", kind=Channel.WEBHOOK)
-    ch.set_secret(slack.webhook_url)
-    ch.save()
-    return ch
-
-
 def stranded_rule(channel: Channel, *, per_day: str, hold_minutes: int, nodepool: str = "") -> AlertRule:
     return AlertRule.objects.create(name="stranded", kind=AlertRule.STRANDED, threshold=Decimal(per_day),
                                     window_minutes=hold_minutes, cooldown_minutes=30, nodepool=nodepool,

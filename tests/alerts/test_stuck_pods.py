@@ -35,14 +35,6 @@ def since(key: str) -> datetime:
     return PendingPod.objects.get(key=key, left_at__isnull=True).since
 
 
-@pytest.fixture
-def channel(slack: SlackDouble) -> Channel:
-    ch = Channel(name="ops", kind=Channel.WEBHOOK)
-    ch.set_secret(slack.webhook_url)
-    ch.save()
-    return ch
-
-
 def stuck_rule(channel: Channel, *, minutes: int = 10, pods: str = "1", nodepool: str = "") -> AlertRule:
     return AlertRule.objects.create(name="stuck", kind=AlertRule.STUCK, threshold=Decimal(pods),
                                     window_minutes=minutes, cooldown_minutes=30, nodepool=nodepool, channel=channel)

@@ -9,7 +9,6 @@ a pool whose preparation fails must be left out with a reason (Report.unusable_n
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -20,10 +19,8 @@ from packing.disruption import Cluster, consolidate
 from packing.disruption.model import Report
 from packing.disruption.output import render_json
 from packing.instancetype import InstanceType, Offering
-from packing.nodepool import NodePool
 from packing.requirements import Requirement, Requirements
 from packing.resources import Resources
-from packing.scheduling import scheduler as scheduler_module
 from tests.disruption.helpers import AT, IT, ZONES, catalog, cluster, node, pod, pool
 
 EI_MILLI = 2**60 * 1000
@@ -68,19 +65,6 @@ def test_unsatisfiable_pool_beside_a_healthy_one_changes_nothing_for_it() -> Non
     assert want.actions and _actions(got) == _actions(want)
     assert list(got.unusable_nodepools) == ["bad"]
     assert want.unusable_nodepools == {} and set(render_json(want)) == {"actions", "not_disrupted", "summary"}
-
-
-@pytest.fixture
-def broken_pool(monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
-    real = scheduler_module.PoolTemplate.__init__
-
-    def init(self: Any, p: NodePool, *args: Any, **kw: Any) -> None:
-        if p.name == "boom":
-            raise OverflowError("Python int too large to convert to C long")
-        real(self, p, *args, **kw)
-
-    monkeypatch.setattr(scheduler_module.PoolTemplate, "__init__", init)
-    yield "boom"
 
 
 def test_a_pool_that_fails_is_left_out_and_the_healthy_pool_consolidates(broken_pool: str) -> None:

@@ -8,7 +8,6 @@ out with a reason while every other pool is still planned (Results.unusable_node
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -21,7 +20,6 @@ from packing.nodepool import ExistingNodeSpec, NodePool
 from packing.pods import Pod
 from packing.requirements import Requirement, Requirements
 from packing.resources import MAX_AMOUNT, Resources
-from packing.scheduling import scheduler as scheduler_module
 from packing.scheduling.scheduler import Results, Scheduler
 from packing.scheduling.verify import check_plan
 
@@ -95,20 +93,6 @@ def test_pool_no_type_satisfies_is_reported_and_the_other_pool_plans() -> None:
     assert list(res.unusable_nodepools) == ["bad"]
     assert "matches its requirements" in res.unusable_nodepools["bad"]
     assert res.lower_bound is not None and res.lower_bound > 0
-
-
-@pytest.fixture
-def broken_pool(monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
-    """A pool named "boom" whose preparation raises (standing for any bug met while building its options)."""
-    real = scheduler_module.PoolTemplate.__init__
-
-    def init(self: Any, p: NodePool, *args: Any, **kw: Any) -> None:
-        if p.name == "boom":
-            raise OverflowError("Python int too large to convert to C long")
-        real(self, p, *args, **kw)
-
-    monkeypatch.setattr(scheduler_module.PoolTemplate, "__init__", init)
-    yield "boom"
 
 
 def test_a_pool_that_fails_is_left_out_and_the_healthy_pool_plans(broken_pool: str) -> None:
