@@ -144,13 +144,11 @@ def metrics_record(*, cluster: ClusterBackend, now: datetime | None = None) -> l
             row["on_demand"] += node.on_demand_price if node.on_demand_price is not None else (node.price or 0.0)
 
     pending = {f"{(p['metadata'].get('namespace') or 'default')}/{p['metadata']['name']}" for p in cluster.pending_pods()}
-    reasons: Counter[str] = Counter()
+    verdicts: list[list[Any] | None] = []
     for pod_key in pending:
         verdict = Decision.objects.filter(kind=Decision.UNSCHEDULABLE, details__pod=pod_key).order_by("-at").first()
-        for item in (verdict.details.get("reasons") or []) if verdict else []:
-            reasons[f"nodepool {item['nodepool']}: {item['reason']}"] += 1
-        if verdict is None:
-            reasons["waiting for the provisioner"] += 1
+        verdicts.append((verdict.details.get("reasons") or []) if verdict else None)
+    reasons = selectors.pending_reason_counts(verdicts)
     rows[""]["pods_pending"] = len(pending)
     bounds = lower_bounds(cluster=cluster, live=live, now=minute)
 

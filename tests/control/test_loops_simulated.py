@@ -165,6 +165,8 @@ def test_metrics_sample_cost_packing_and_pending(world: Any) -> None:
     assert total.memory_requested == 3 * 2 * 2**30
     assert total.pods_pending == 1
     assert any("default/huge" not in r and "nodepool general" in r for r in total.unschedulable_reasons)
+    # each pending pod is also counted once, under its deciding reason, for the dashboards' pending chart
+    assert sum(n for r, n in total.unschedulable_reasons.items() if r.startswith("pod: ")) == total.pods_pending
     assert total.on_demand_cost_per_hour >= total.cost_per_hour
     assert MetricSample.objects.count() == 2
 
