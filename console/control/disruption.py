@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import time
 from collections.abc import Collection
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -34,6 +35,7 @@ from console.control.locks import LockBusy, loop_lock
 from console.control.models import DisruptionAction, NodePoolProblem
 from console.control.nodepool_problems import nodepool_problems_record
 from console.control.provisioning import _claim_name, engine_catalog, nodeclaim_launch
+from console.dashboards import loop_stats
 from console.fleet.models import Decision, EC2NodeClass, NodeClaim, NodePool
 from packing import kubeobjects
 from packing.disruption.engine import consolidate
@@ -166,7 +168,8 @@ def _start(action_spec: Any, cluster: ClusterBackend, now: datetime) -> Disrupti
         cost_before=Decimal(str(round(action_spec.cost_before, 6))),
         cost_after=Decimal(str(round(action_spec.cost_after, 6))),
         why=f"{action_spec.type} ({action_spec.reason}): {action_spec.why}",
-        details={"action": action.pk, "moves": action_spec.moves, "replacements": action_spec.replacements})
+        details={"action": action.pk, "method": action_spec.method, "moves": action_spec.moves,
+                 "replacements": action_spec.replacements})
     return action
 
 
@@ -286,7 +289,9 @@ def disrupt_run(*, cluster: ClusterBackend, cloud: CloudProvider, now: datetime 
                 state__in=[DisruptionAction.DONE, DisruptionAction.FAILED]).order_by("created_at").first()
             if action is None:
                 problems: dict[str, str] = {}
+                started = time.monotonic()
                 engine_cluster, report = consolidate_contained(cluster=cluster, now=now, problems=problems)
+                loop_stats.scheduling_observe(controller="disruption", seconds=time.monotonic() - started)
                 nodepool_problems_record(loop=NodePoolProblem.DISRUPT, problems=problems, now=now)
                 stranded_moves_record(report=report, nodepools={n.name: n.nodepool or "" for n in engine_cluster.nodes},
                                       now=now)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import logging
 import secrets
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
@@ -28,6 +29,7 @@ from console.backends.base import CloudProvider, ClusterBackend, LaunchError, La
 from console.control.locks import LockBusy, loop_lock
 from console.control.models import NodePoolProblem, UnavailableOffering
 from console.control.nodepool_problems import nodepool_problems_record
+from console.dashboards import loop_stats
 from console.fleet.models import Decision, EC2NodeClass, NodeClaim, NodePool
 from packing.bound import lower_bound
 from packing.instancetype import InstanceType
@@ -232,7 +234,9 @@ def _provision(cluster: ClusterBackend, cloud: CloudProvider, now: datetime) -> 
         # No solve: only what the adapters found is known; what the engine reported earlier stays.
         nodepool_problems_record(loop=NodePoolProblem.PROVISION, problems=problems, now=now, complete=False)
         return outcome
+    started = time.monotonic()
     results, sched = plan_contained(inputs, catalog, problems)
+    loop_stats.scheduling_observe(controller="provisioner", seconds=time.monotonic() - started)
     nodepool_problems_record(loop=NodePoolProblem.PROVISION, problems=problems, now=now)
     outcome.unusable = dict(problems)
     pools_by_name = {p.name: p for p in pools}

@@ -215,6 +215,25 @@ def test_empty_node_is_cordoned_drained_deleted_and_terminated(world: Any) -> No
     assert decision.nodes == [claim.node_name] and "empty" in decision.why
 
 
+def test_the_loops_record_their_scheduling_time_and_the_disruption_method(world: Any) -> None:
+    """/metrics reads both from the database: karpenter_scheduler_scheduling_duration_seconds per
+    controller, and consolidation_type from the engine's method rather than the action's shape."""
+    from console.dashboards import loop_stats
+    from console.dashboards.models import DurationStat
+    from console.fleet.models import NodePool
+
+    clock, config, cluster, cloud = world
+    services.nodepool_update(nodepool=NodePool.objects.get(name="general"),
+                             values={"consolidate_after": "0s", "budgets": [{"nodes": "100%"}]}, user=None)
+    cluster.apply(pod("batch-0", namespace="jobs", cpu="1", memory="1Gi"))
+    _bring_up(clock, config, cluster, cloud)
+    cluster.delete("Pod", "batch-0", "jobs")
+    _disrupt_until_settled(clock, config, cluster, cloud)
+    timed = set(DurationStat.objects.filter(metric=loop_stats.SCHEDULING).values_list("controller", flat=True))
+    assert timed == {"provisioner", "disruption"}
+    assert Decision.objects.get(kind=Decision.DISRUPTION).details["method"] == "emptiness"
+
+
 def test_do_not_disrupt_arriving_during_validation_abandons_the_move(world: Any) -> None:
     from console.control.disruption import disrupt_run
     from console.control.models import DisruptionAction
