@@ -66,8 +66,10 @@ class AlertRule(models.Model):
     STUCK = "stuck_pods"
     INTERRUPTIONS = "interruptions"
     STRANDED = "stranded_savings"
+    UNUSABLE = "unusable_nodepool"
     KINDS = [(BUDGET, "Budget"), (SPIKE, "Spend spike"), (EFFICIENCY, "Low packing efficiency"),
-             (STUCK, "Stuck pods"), (INTERRUPTIONS, "Spot interruptions"), (STRANDED, "Stranded savings")]
+             (STUCK, "Stuck pods"), (INTERRUPTIONS, "Spot interruptions"), (STRANDED, "Stranded savings"),
+             (UNUSABLE, "NodePool unusable")]
     METRICS = [("cost_per_hour", "cost per hour"), ("forecast", "month-end forecast"),
                ("cpu", "CPU"), ("memory", "memory")]
 
@@ -78,9 +80,10 @@ class AlertRule(models.Model):
     metric = models.CharField(max_length=16, choices=METRICS, blank=True, default="",
                               help_text="Budget: cost per hour or forecast. Efficiency: CPU or memory.")
     # Meaning by kind: $/h or $ (budget), % above baseline (spike), % efficiency (efficiency),
-    # pods (stuck), interruptions per hour, $/day saved per blocked move (stranded).
+    # pods (stuck), interruptions per hour, $/day saved per blocked move (stranded), NodePools (unusable).
     # window_minutes: the evaluation window; for stuck pods how long each pod must have been pending,
-    # for stranded savings how long a move must have been blocked.
+    # for stranded savings how long a move must have been blocked, for unusable NodePools how long a
+    # control loop must have been leaving the pool out.
     threshold = models.DecimalField(max_digits=14, decimal_places=4)
     window_minutes = models.PositiveIntegerField(default=10)
     cooldown_minutes = models.PositiveIntegerField(default=60)

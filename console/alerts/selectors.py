@@ -16,7 +16,7 @@ from typing import Any
 
 from console.alerts import units
 from console.alerts.models import PendingPod, StrandedMove
-from console.control.models import MetricSample
+from console.control.models import MetricSample, NodePoolProblem
 from console.fleet.models import Decision
 
 
@@ -199,7 +199,31 @@ def evaluate_stranded(moves: Sequence[Any], *, min_savings_per_day: Decimal, hol
                       window=f"blocked > {_age(hold)}", details=details)
 
 
+def evaluate_unusable(problems: Sequence[Any], *, min_pools: Decimal, hold_minutes: int, scope: str,
+                      now: datetime) -> Evaluation:
+    """``problems``: NodePoolProblem rows (a control loop leaves the pool out, with why, since when). A
+    pool counts once its oldest problem is older than ``hold_minutes``; the rule fires when at least
+    ``min_pools`` (at least 1) pools count, naming each pool, the loop and the reason."""
+    hold = timedelta(minutes=hold_minutes)
+    needed = max(min_pools, Decimal(1))
+    counted = sorted((p for p in problems if now - p.since > hold), key=lambda p: (p.nodepool, p.loop))
+    pools = sorted({p.nodepool for p in counted})
+    details = [f"{_short(p.nodepool, 63)} ({p.loop} loop, {_age(now - p.since)}): {_short(p.reason, 200)}"
+               for p in counted[:10]]
+    if len(counted) > 10:
+        details.append(f"and {len(counted) - 10} more")
+    return Evaluation(scope=scope, firing=len(pools) >= needed, title=f"NodePool unusable on {scope}",
+                      value=units.count(len(pools), "NodePool"),
+                      threshold=f"≥ {units.count(needed, 'NodePool')} unusable", change=", ".join(pools) or "—",
+                      window=f"left out > {_age(hold)}", details=details)
+
+
 # --- queries --------------------------------------------------------------------------------------
+
+def nodepool_problems(nodepool: str) -> list[NodePoolProblem]:
+    rows = NodePoolProblem.objects.all()
+    return list(rows.filter(nodepool=nodepool) if nodepool else rows)
+
 
 def samples_between(nodepool: str, start: datetime, end: datetime) -> list[MetricSample]:
     return list(MetricSample.objects.filter(nodepool=nodepool, at__gt=start, at__lte=end).order_by("at"))

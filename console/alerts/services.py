@@ -75,6 +75,9 @@ def evaluate_rule(rule: AlertRule, now: datetime) -> Evaluation:
     if rule.kind == AlertRule.STRANDED:
         return selectors.evaluate_stranded(selectors.stranded_moves(pool), min_savings_per_day=threshold,
                                            hold_minutes=rule.window_minutes, scope=scope, now=now)
+    if rule.kind == AlertRule.UNUSABLE:
+        return selectors.evaluate_unusable(selectors.nodepool_problems(pool), min_pools=threshold,
+                                           hold_minutes=rule.window_minutes, scope=scope, now=now)
     raise ValueError(f"unknown rule kind {rule.kind}")
 
 

@@ -61,4 +61,6 @@ def rule_threshold(rule: Any) -> str:
         return f"> {count(t, 'interruption')} per hour"
     if kind == AlertRule.STRANDED:
         return f"≥ {money(t, '/day')} per move"
+    if kind == AlertRule.UNUSABLE:
+        return f"≥ {count(max(t, Decimal(1)), 'NodePool')} unusable"
     return number(t, places=4)
