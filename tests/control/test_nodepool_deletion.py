@@ -70,6 +70,8 @@ def test_deleting_a_nodepool_drains_and_terminates_its_nodes(db: Any, settings: 
     assert listing.context["total_cost_per_hour"] == price
     assert "NodePool deleted" in client.get(reverse("fleet:nodeclaim-list")).content.decode()
     assert "being-removed" in client.get(claim.get_absolute_url()).content.decode()
+    api = client.get(f"/api/nodeclaims/{claim.name}/").json()
+    assert (api["nodepool"], api["deletion_reason"]) == ("old", "nodepool old deleted") and api["deletion_requested_at"]
 
     # The next tick cordons and evicts what the PDB allows: one replica now, the other waits.
     outcome = lifecycle_run(cluster=cluster, cloud=cloud, now=clock())

@@ -215,6 +215,7 @@ class NodeClaimSerializer(serializers.ModelSerializer):
             "price_per_hour", "instance_id", "provider_id", "node_name", "requests", "allocatable", "labels",
             "taints", "created_at", "launched_at", "registered_at", "initialized_at", "drifted_at",
             "consolidatable_at", "disrupting_at", "terminated_at", "termination_reason",
+            "deletion_requested_at", "deletion_reason", "deletion_status",
         ]
         read_only_fields = fields
 
