@@ -171,7 +171,12 @@ def _str_map(d: Any, path: str) -> dict[str, str]:
 
 
 def _resources(d: Any, path: str) -> Resources:
-    """A map of quantities (requests, limits, capacity...): each within [0, MAX_QUANTITY]."""
+    """A map of quantities (requests, capacity...): each within [0, MAX_QUANTITY]; zeros dropped."""
+    return Resources(_quantities(d, path))
+
+
+def _quantities(d: Any, path: str) -> dict[str, int]:
+    """A map of quantities, each within [0, MAX_QUANTITY], zeros kept (a NodePool limit of 0 allows nothing)."""
     out: dict[str, int] = {}
     for k, v in _obj(d, path).items():
         if isinstance(v, bool) or not isinstance(v, str | int | float):
@@ -183,7 +188,7 @@ def _resources(d: Any, path: str) -> Resources:
         if milli < 0:
             raise _FieldError(_sub(path, k), f"must not be negative, got {brief(v)}")
         out[str(k)] = milli
-    return Resources(out)
+    return out
 
 
 def _bounded(r: Resources, path: str) -> Resources:
@@ -568,7 +573,7 @@ def _add_object(doc: Mapping[str, Any], out: Inputs, where: str = "") -> None:
             _requirement(r, f"spec.template.spec.requirements[{i}]")
             for i, r in enumerate(_list(tspec.get("requirements"), "spec.template.spec.requirements"))
         )
-        limits = _resources(spec.get("limits"), "spec.limits") if spec.get("limits") is not None else None
+        limits = _quantities(spec.get("limits"), "spec.limits") if spec.get("limits") is not None else None
         ref = _obj(tspec.get("nodeClassRef"), "spec.template.spec.nodeClassRef")
         out.nodepools.append(
             NodePool(
