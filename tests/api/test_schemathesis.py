@@ -8,7 +8,9 @@ from typing import Any
 
 import pytest
 import schemathesis
+from django.core.signals import request_finished, request_started
 from django.core.wsgi import get_wsgi_application
+from django.db import close_old_connections
 from drf_spectacular.generators import SchemaGenerator
 from hypothesis import HealthCheck, settings
 from rest_framework.authtoken.models import Token
@@ -26,6 +28,18 @@ CONFIG = SchemathesisConfig.from_dict({"phases": {"coverage": {"enabled": False}
 # The schema as /api/schema/ serves it (that view needs a signed-in user, so it is generated here).
 schema = schemathesis.openapi.from_dict(SchemaGenerator().get_schema(request=None, public=True), config=CONFIG)
 schema.app = get_wsgi_application()
+
+
+@pytest.fixture(autouse=True)
+def test_connection_kept() -> Any:
+    """The WSGI app closes "old" connections at each request's end, as it should in production; inside
+    the test's transaction that closes the test's own connection on PostgreSQL (autocommit is off), so
+    every later request fails. Django's test client disconnects the same handlers."""
+    request_started.disconnect(close_old_connections)
+    request_finished.disconnect(close_old_connections)
+    yield
+    request_started.connect(close_old_connections)
+    request_finished.connect(close_old_connections)
 
 
 @pytest.fixture

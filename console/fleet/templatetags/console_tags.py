@@ -19,17 +19,18 @@ def get_item(mapping: Mapping[str, Any] | None, key: str) -> Any:
 
 def yaml_text(value: Any) -> str:
     """A value as it reads in a Karpenter manifest: `10`, `spot`, `"10"`, a block list of mappings —
-    never a Python repr (`['spot']`, `{'key': …}`, `None`, `True`)."""
+    never a Python repr (`['spot']`, `{'key': …}`, `None`, `True`). Keys sorted: PostgreSQL's jsonb keeps
+    no key order, and a page must read the same on every database."""
     if value is None:
         return "null"
     items = value.values() if isinstance(value, dict) else value if isinstance(value, list | tuple) else None
     if items is not None and all(not isinstance(v, dict | list | tuple) for v in items):
         # a list of values or a flat mapping reads best on one line: [spot, on-demand], {cpu: '100'}
-        flow = yaml.safe_dump(value, sort_keys=False, default_flow_style=True, allow_unicode=True, width=10**6)
+        flow = yaml.safe_dump(value, sort_keys=True, default_flow_style=True, allow_unicode=True, width=10**6)
         if len(flow) <= 100:
             return flow.strip()
     # block style, with lists of plain values inline: "values: [spot, on-demand]"
-    text = yaml.safe_dump(value, sort_keys=False, default_flow_style=None, allow_unicode=True, width=100)
+    text = yaml.safe_dump(value, sort_keys=True, default_flow_style=None, allow_unicode=True, width=100)
     if items is None:
         text = text.removesuffix("\n").removesuffix("\n...")  # a scalar's document end marker
     return text.rstrip("\n")
