@@ -26,11 +26,13 @@ class Command(BaseCommand):
 
     def handle(self, *args: Any, **options: Any) -> None:
         python = sys.executable
-        manage = str(settings.BASE_DIR / "manage.py")
+        # `python -m django` rather than the checkout's manage.py: an installed wheel has no manage.py,
+        # and the settings module the command runs under is passed on to all three children.
+        env = {**os.environ, "DJANGO_SETTINGS_MODULE": os.environ.get("DJANGO_SETTINGS_MODULE", "console.settings")}
         settings.VAR_DIR.mkdir(parents=True, exist_ok=True)
         address = f"{options['host']}:{options['port']}"
         commands = {
-            "web": [python, manage, "runserver", address, "--noreload"],
+            "web": [python, "-m", "django", "runserver", address, "--noreload"],
             "worker": [python, "-m", "celery", "-A", "console", "worker", "--pool=solo", "--loglevel=INFO",
                        "--hostname", "worker@%h"],
             "beat": [python, "-m", "celery", "-A", "console", "beat", "--loglevel=INFO",
@@ -46,7 +48,7 @@ class Command(BaseCommand):
         signal.signal(signal.SIGHUP, stop_on_signal)
         try:
             for name, cmd in commands.items():
-                procs[name] = subprocess.Popen(cmd, cwd=settings.BASE_DIR, start_new_session=True)
+                procs[name] = subprocess.Popen(cmd, cwd=settings.BASE_DIR, env=env, start_new_session=True)
             self.stdout.write(self.style.SUCCESS(f"Loadmaster console: http://{address}/  (Ctrl-C stops web, worker and beat)"))
             while True:
                 for name, proc in procs.items():
