@@ -156,7 +156,7 @@ def test_runtime_imports_come_from_runtime_dependencies() -> None:
 
 
 def test_check_deploy_passes_with_documented_production_settings(tmp_path: Path) -> None:
-    """`manage.py check --deploy` behind a TLS-terminating proxy, with the variables README lists."""
+    """`manage.py check --deploy` behind a TLS-terminating proxy, with the variables docs/install.md lists."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("LOADMASTER_", "DATABASE_URL", "SECURE_"))}
     env.update({
         "DJANGO_SETTINGS_MODULE": "console.settings", "DEBUG": "0",

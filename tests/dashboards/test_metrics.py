@@ -420,7 +420,7 @@ def test_promtool_accepts_the_exposition(viewer_client: Client, fleet: None) -> 
     parse(text)  # and no duplicates
     result = subprocess.run(["promtool", "check", "metrics"], input=text.encode(), capture_output=True, timeout=60)
     findings = [line for line in (result.stdout + result.stderr).decode().splitlines() if line.strip()]
-    # Only Karpenter's own names, kept as Karpenter writes them (the README lists them).
+    # Only Karpenter's own names, kept as Karpenter writes them (docs/dashboards.md lists them).
     assert sorted(findings) == [
         'karpenter_nodepools_cost_total non-counter metrics should not have "_total" suffix',
         'karpenter_scheduler_unschedulable_pods_count non-histogram and non-summary metrics should not have "_count" suffix',

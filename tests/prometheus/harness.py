@@ -80,7 +80,7 @@ class Prometheus:
     def __init__(self, binary: str, workdir: Path, target: str, token: str) -> None:
         self.binary, self.workdir, self.port = binary, workdir, free_port()
         self.config = workdir / "prometheus.yml"
-        # The README's scrape configuration, with the test's interval.
+        # The scrape configuration of docs/dashboards.md, with the test's interval.
         self.config.write_text(
             "global:\n"
             f"  scrape_interval: {SCRAPE_INTERVAL}s\n"
