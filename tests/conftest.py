@@ -1,4 +1,4 @@
-"""Settings shared by the whole suite: hypothesis profiles sized for the 2-core CI machine; fixtures used by
+"""Settings shared by the whole suite: Hypothesis profiles sized for the 2-core CI machine; fixtures used by
 the engine tests of more than one folder."""
 
 from __future__ import annotations
@@ -13,8 +13,12 @@ from hypothesis import HealthCheck, settings
 from packing.nodepool import NodePool
 from packing.scheduling import scheduler as scheduler_module
 
-settings.register_profile("ci", max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+# The one place that registers and loads Hypothesis profiles, so that every folder runs under the same one
+# (tests/test_hypothesis_profiles.py checks it). HYPOTHESIS_PROFILE names one; otherwise `ci` when CI is set
+# (100 examples a test fit the CI machine's budget), `dev` for quick local runs; `thorough` is for soaking.
+settings.register_profile("ci", max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 settings.register_profile("dev", max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+settings.register_profile("thorough", max_examples=500, deadline=None, print_blob=True)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci" if os.environ.get("CI") else "dev"))
 
 

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from console.alerts.models import Channel
-from tests.web.conftest import operator, operator_client, viewer, viewer_client  # noqa: F401
+from tests.console_pages import operator, operator_client, viewer, viewer_client  # noqa: F401
 
 
 @dataclass

@@ -23,7 +23,7 @@ from console.alerts.transports import MAX_ERROR, deliver
 from console.control.models import MetricSample
 from console.fleet.models import NodePool
 from tests.alerts.conftest import SlackDouble
-from tests.web.conftest import nodeclass, pool  # noqa: F401
+from tests.console_pages import nodeclass, pool  # noqa: F401
 
 pytestmark = pytest.mark.django_db
 TOKEN = "xoxb-1111-2222-secret-token-abcd"

@@ -8,7 +8,7 @@ import pytest
 import yaml
 from django.test import Client
 
-from tests.web.conftest import nodeclass, operator, operator_client, pool  # noqa: F401
+from tests.console_pages import nodeclass, operator, operator_client, pool  # noqa: F401
 
 pytestmark = pytest.mark.django_db
 

@@ -18,8 +18,8 @@ from schemathesis.config import SchemathesisConfig
 
 from console.access import OPERATOR
 from console.fleet import services
+from tests.console_pages import NODECLASS
 from tests.users import make_user
-from tests.web.conftest import NODECLASS
 
 EXAMPLES = 20
 # Examples and fuzzing only: the coverage phase sends a fixed, large set of boundary cases per

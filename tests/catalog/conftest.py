@@ -1,4 +1,5 @@
-"""Fixtures for the catalog tests: dummy AWS credentials, moto, and per-session caches of slow moto calls.
+"""Fixtures for the catalog tests: dummy AWS credentials, moto, per-session caches of slow moto calls, and
+the console's signed-in page clients for the catalog page tests.
 
 moto's DescribeInstanceTypes takes ~3-4 s and DescribeSpotPriceHistory ~1.5 s in-process, so each is
 run through moto once per session and replayed afterwards with a botocore `before-call` hook, which
@@ -13,6 +14,8 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+
+from tests.console_pages import operator, operator_client, viewer, viewer_client  # noqa: F401 - fixtures
 
 os.environ.setdefault("AWS_ACCESS_KEY_ID", "testing")
 os.environ.setdefault("AWS_SECRET_ACCESS_KEY", "testing")

@@ -12,7 +12,6 @@ from django.test import Client
 
 from console import adapters
 from console.catalog.models import PriceOverrideRule
-from tests.web.conftest import operator, operator_client  # noqa: F401
 
 pytestmark = pytest.mark.django_db
 
@@ -30,7 +29,7 @@ def post(client: Client, selector: str) -> Any:
 
 
 @pytest.mark.parametrize("selector", ["*", "m5", "m5.large", "u-6tb1.112xlarge", "c7gd"])
-def test_good_selectors(operator_client: Client, selector: str) -> None:  # noqa: F811
+def test_good_selectors(operator_client: Client, selector: str) -> None:
     assert post(operator_client, selector).status_code == 302
     assert PriceOverrideRule.objects.get().selector == selector
 
@@ -40,7 +39,7 @@ def test_good_selectors(operator_client: Client, selector: str) -> None:  # noqa
     ("instance-family=m5", "Not a selector"), ("<script>", "Not a selector"),
     ("m5.lage", "in the catalog"), ("zz9", "in the catalog"),
 ])
-def test_bad_selectors_refused_at_the_field(operator_client: Client, selector: str, message: str) -> None:  # noqa: F811
+def test_bad_selectors_refused_at_the_field(operator_client: Client, selector: str, message: str) -> None:
     response = post(operator_client, selector)
     assert response.status_code == 400
     assert any(message in e for e in response.context["override_form"].errors["selector"])

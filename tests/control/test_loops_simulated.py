@@ -15,8 +15,8 @@ from console.fleet.models import Decision, NodeClaim
 from console.simulation.cloud import SimulatedCloud
 from console.simulation.cluster import SimulatedCluster
 from console.simulation.config import SimulationConfig
+from tests.console_pages import NODECLASS
 from tests.simulation.conftest import Clock, advance, loop_world, on_demand_pool, pod
-from tests.web.conftest import NODECLASS
 
 
 @pytest.fixture

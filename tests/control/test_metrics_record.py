@@ -21,8 +21,8 @@ from console.fleet import services
 from console.simulation.cluster import SimulatedCluster
 from packing.instancetype import InstanceType, Offering
 from packing.resources import Resources
+from tests.console_pages import NODECLASS
 from tests.simulation.conftest import node, pod
-from tests.web.conftest import NODECLASS
 
 NOW = datetime(2026, 3, 10, 9, 30, tzinfo=UTC)
 pytestmark = pytest.mark.django_db

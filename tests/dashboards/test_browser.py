@@ -4,23 +4,15 @@ test-artifacts/dashboards-*.png."""
 
 from __future__ import annotations
 
-import os
-from pathlib import Path
 from typing import Any
 
 import pytest
 from django.utils import timezone
 
+from tests.chromium import ARTIFACTS, BROWSER_TEST, browser  # noqa: F401 - browser is a fixture
 from tests.dashboards.conftest import build_fleet, build_history
-from tests.web.test_browser import CHROMIUM, DRIVER, browser  # noqa: F401 - the shared Chromium fixture
 
-ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
-
-pytestmark = [
-    pytest.mark.browser,
-    pytest.mark.skipif(not (os.path.exists(CHROMIUM) and os.path.exists(DRIVER)),
-                       reason="needs Debian's chromium and chromium-driver (./dev.sh test installs them)"),
-]
+pytestmark = BROWSER_TEST
 
 # page → {chart div id: traces that must carry data}
 PAGES: dict[str, dict[str, int]] = {

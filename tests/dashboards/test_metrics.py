@@ -22,8 +22,8 @@ from console.dashboards.exposition import Exposition
 from console.dashboards.ledger_metrics import consolidation_type, nodeclaim_reason
 from console.fleet import services
 from console.fleet.models import Decision, NodeClaim
+from tests.console_pages import NODECLASS
 from tests.dashboards.conftest import build_fleet
-from tests.web.conftest import NODECLASS
 
 pytestmark = pytest.mark.django_db
 

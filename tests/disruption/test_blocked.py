@@ -8,9 +8,19 @@ import pytest
 from packing.disruption import Budget, NotDisrupted, PodMeta, Report, consolidate
 from packing.disruption.model import DO_NOT_DISRUPT
 from packing.requirements import Requirement
-from tests.disruption.helpers import AT, CT, catalog, cluster, node, pdb, pod, pool, settings
+from tests.engine_builders import (
+    AT,
+    CT,
+    bound_pod,
+    cluster,
+    disruption_settings,
+    node,
+    pdb,
+    pool,
+    small_catalog,
+)
 
-CAT = {it.name: it for it in catalog()}
+CAT = {it.name: it for it in small_catalog()}
 M4, M16, C1 = CAT["m-4x"], CAT["m-16x"], CAT["c-1x"]
 
 
@@ -23,7 +33,7 @@ def spared(report: Report) -> dict[str, NotDisrupted]:
 
 
 def test_pdb_blocked_node_whose_pods_fit_elsewhere_would_save_its_price() -> None:
-    pods = [pod("web-1", "n1", "1", labels={"app": "web"}), pod("x", "n2", "1")]
+    pods = [bound_pod("web-1", "n1", "1", labels={"app": "web"}), bound_pod("x", "n2", "1")]
     nodes = [node("n1", M4), node("n2", M4, annotations={DO_NOT_DISRUPT: "true"})]
     r = consolidate(cluster(nodes, pods, pdbs=[pdb("web", min_available="1", app="web")]), AT)
     assert not r.actions
@@ -36,7 +46,7 @@ def test_pdb_blocked_node_whose_pods_fit_elsewhere_would_save_its_price() -> Non
 
 
 def test_do_not_disrupt_pod_with_no_room_elsewhere_reports_the_replacement_saving() -> None:
-    pods = [pod("batch-1", "n1", "2")]
+    pods = [bound_pod("batch-1", "n1", "2")]
     blocked = cluster([node("n1", M16)], pods, meta={"default/batch-1": PodMeta({DO_NOT_DISRUPT: "true"})})
     r = consolidate(blocked, AT)
     assert not r.actions
@@ -52,16 +62,16 @@ def test_do_not_disrupt_pod_with_no_room_elsewhere_reports_the_replacement_savin
 
 def test_do_not_disrupt_node_with_no_cheaper_option_has_no_saving() -> None:
     on_demand = pool("default", Requirement.new(CT, "In", ["on-demand"]))
-    pods = [pod("a", "n1", "500m", "512Mi")]
+    pods = [bound_pod("a", "n1", "500m", "512Mi")]
     r = consolidate(cluster([node("n1", C1, annotations={DO_NOT_DISRUPT: "true"})], pods, pools=[on_demand]), AT)
     n1 = spared(r)["n1"]
     assert (n1.blocked_by, n1.savings_per_hour) == ("do-not-disrupt", None)
 
 
 def test_budget_blocked_nodes_report_what_their_move_would_save() -> None:
-    pods = [pod("a", "n1", "1"), pod("b", "n2", "1")]
+    pods = [bound_pod("a", "n1", "1"), bound_pod("b", "n2", "1")]
     nodes = [node("n1", M4), node("n2", M4)]
-    zero = consolidate(cluster(nodes, pods, pool_settings={"default": settings(Budget(nodes="0"))}), AT)
+    zero = consolidate(cluster(nodes, pods, pool_settings={"default": disruption_settings(Budget(nodes="0"))}), AT)
     assert not zero.actions
     for name in ("n1", "n2"):
         x = spared(zero)[name]
@@ -72,9 +82,9 @@ def test_budget_blocked_nodes_report_what_their_move_would_save() -> None:
 
 
 def test_a_budget_that_has_been_used_up_blocks_the_rest_with_their_saving() -> None:
-    pods = [pod("a", "n1", "1"), pod("b", "n2", "1"), pod("c", "n3", "1")]
+    pods = [bound_pod("a", "n1", "1"), bound_pod("b", "n2", "1"), bound_pod("c", "n3", "1")]
     nodes = [node("n1", M4), node("n2", M4), node("n3", M4)]
-    r = consolidate(cluster(nodes, pods, pool_settings={"default": settings(Budget(nodes="1"))}), AT)
+    r = consolidate(cluster(nodes, pods, pool_settings={"default": disruption_settings(Budget(nodes="1"))}), AT)
     assert sum(len(a.nodes) for a in r.actions) == 1
     left = [x for x in r.not_disrupted]
     assert len(left) == 2 and all(x.blocked_by == "budget" for x in left)
@@ -83,12 +93,12 @@ def test_a_budget_that_has_been_used_up_blocks_the_rest_with_their_saving() -> N
 
 
 def test_nodes_spared_for_other_reasons_are_not_blocked() -> None:
-    pods = [pod("big", "n1", "3500m")]
+    pods = [bound_pod("big", "n1", "3500m")]
     r = consolidate(cluster([node("n1", M4, pool_name=None), node("n2", M4, initialized=False)], pods), AT)
     for x in r.not_disrupted:
         assert (x.blocked_by, x.savings_per_hour) == (None, None), x
     on_demand = pool("default", Requirement.new(CT, "In", ["on-demand"]))
-    r = consolidate(cluster([node("n1", C1)], [pod("a", "n1", "500m", "512Mi")], pools=[on_demand]), AT)
+    r = consolidate(cluster([node("n1", C1)], [bound_pod("a", "n1", "500m", "512Mi")], pools=[on_demand]), AT)
     x = spared(r)["n1"]
     assert x.reason.startswith("no cheaper replacement") or x.reason.startswith("no cheaper arrangement")
     assert (x.blocked_by, x.savings_per_hour) == (None, None)
@@ -97,7 +107,7 @@ def test_nodes_spared_for_other_reasons_are_not_blocked() -> None:
 def test_min_savings_does_not_hide_a_blocked_saving() -> None:
     from packing.disruption import MinSavings
 
-    pods = [pod("web-1", "n1", "1", labels={"app": "web"}), pod("x", "n2", "1")]
+    pods = [bound_pod("web-1", "n1", "1", labels={"app": "web"}), bound_pod("x", "n2", "1")]
     nodes = [node("n1", M4), node("n2", M4, annotations={DO_NOT_DISRUPT: "true"})]
     c = cluster(nodes, pods, pdbs=[pdb("web", min_available="1", app="web")])
     r = consolidate(c, AT, min_savings=MinSavings.parse("$100"))
@@ -105,7 +115,7 @@ def test_min_savings_does_not_hide_a_blocked_saving() -> None:
 
 
 def test_the_estimate_respects_the_simulation_limit() -> None:
-    pods = [pod("batch-1", "n1", "2")]
+    pods = [bound_pod("batch-1", "n1", "2")]
     c = cluster([node("n1", M16)], pods, meta={"default/batch-1": PodMeta({DO_NOT_DISRUPT: "true"})})
     r = consolidate(c, AT, max_solves=0)
     assert r.solves == 0

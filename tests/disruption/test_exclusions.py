@@ -6,9 +6,18 @@ from datetime import timedelta
 
 from packing.disruption import PodMeta, consolidate
 from packing.disruption.model import DO_NOT_DISRUPT, LAST_POD_EVENT, MIRROR_ANNOTATION
-from tests.disruption.helpers import AT, OLD, catalog, cluster, node, pdb, pod, settings
+from tests.engine_builders import (
+    AT,
+    OLD,
+    bound_pod,
+    cluster,
+    disruption_settings,
+    node,
+    pdb,
+    small_catalog,
+)
 
-CAT = {it.name: it for it in catalog()}
+CAT = {it.name: it for it in small_catalog()}
 M4 = CAT["m-4x"]
 
 
@@ -47,7 +56,7 @@ def test_node_do_not_disrupt() -> None:
 
 
 def test_pod_do_not_disrupt_true_blocks_its_node() -> None:
-    pods = [pod("batch-1", "n1", "1"), pod("web-1", "n2", "1")]
+    pods = [bound_pod("batch-1", "n1", "1"), bound_pod("web-1", "n2", "1")]
     meta = {"default/batch-1": PodMeta({DO_NOT_DISRUPT: "true"})}
     r = consolidate(cluster([node("n1", M4), node("n2", M4)], pods, meta=meta), AT)
     assert "n1" not in disrupted(r)
@@ -56,7 +65,7 @@ def test_pod_do_not_disrupt_true_blocks_its_node() -> None:
 
 
 def test_pod_do_not_disrupt_duration_running_and_passed() -> None:
-    pods = [pod("a", "n1", "1"), pod("b", "n2", "1"), pod("c", "n3", "3")]
+    pods = [bound_pod("a", "n1", "1"), bound_pod("b", "n2", "1"), bound_pod("c", "n3", "3")]
     meta = {
         "default/a": PodMeta({DO_NOT_DISRUPT: "2h"}, created=AT - timedelta(hours=1)),  # still running
         "default/b": PodMeta({DO_NOT_DISRUPT: "2h"}, created=AT - timedelta(hours=3)),  # passed
@@ -68,7 +77,7 @@ def test_pod_do_not_disrupt_duration_running_and_passed() -> None:
 
 
 def test_pdb_with_no_disruption_allowed_blocks() -> None:
-    pods = [pod(f"web-{i}", f"n{i}", "1", labels={"app": "web"}) for i in range(1, 4)]
+    pods = [bound_pod(f"web-{i}", f"n{i}", "1", labels={"app": "web"}) for i in range(1, 4)]
     budgets = [pdb("web", min_available="3", app="web")]
     r = consolidate(cluster([node(f"n{i}", M4) for i in range(1, 4)], pods, pdbs=budgets), AT)
     assert not r.actions
@@ -76,7 +85,7 @@ def test_pdb_with_no_disruption_allowed_blocks() -> None:
 
 
 def test_pdb_allowing_one_eviction_lets_one_node_go_at_a_time() -> None:
-    pods = [pod(f"web-{i}", f"n{i}", "1", labels={"app": "web"}) for i in range(1, 4)]
+    pods = [bound_pod(f"web-{i}", f"n{i}", "1", labels={"app": "web"}) for i in range(1, 4)]
     budgets = [pdb("web", max_unavailable="1", app="web")]
     r = consolidate(cluster([node(f"n{i}", M4) for i in range(1, 4)], pods, pdbs=budgets), AT)
     assert r.actions
@@ -85,7 +94,7 @@ def test_pdb_allowing_one_eviction_lets_one_node_go_at_a_time() -> None:
 
 
 def test_pod_covered_by_several_pdbs_blocks() -> None:
-    pods = [pod("web-1", "n1", "1", labels={"app": "web", "tier": "x"}), pod("o", "n2", "1")]
+    pods = [bound_pod("web-1", "n1", "1", labels={"app": "web", "tier": "x"}), bound_pod("o", "n2", "1")]
     budgets = [pdb("a", max_unavailable="5", app="web"), pdb("b", max_unavailable="5", tier="x")]
     r = consolidate(cluster([node("n1", M4), node("n2", M4)], pods, pdbs=budgets), AT)
     assert "n1" not in disrupted(r)
@@ -93,9 +102,9 @@ def test_pod_covered_by_several_pdbs_blocks() -> None:
 
 
 def test_consolidate_after_counts_from_newest_pod() -> None:
-    pods = [pod("a", "n1", "1"), pod("b", "n2", "1")]
+    pods = [bound_pod("a", "n1", "1"), bound_pod("b", "n2", "1")]
     meta = {"default/a": PodMeta(created=AT - timedelta(minutes=2)), "default/b": PodMeta(created=OLD)}
-    st = {"default": settings(after=timedelta(minutes=5))}
+    st = {"default": disruption_settings(after=timedelta(minutes=5))}
     r = consolidate(cluster([node("n1", M4), node("n2", M4)], pods, meta=meta, pool_settings=st), AT)
     assert "n1" not in disrupted(r)
     assert "consolidateAfter 5m has not passed" in reasons(r)["n1"]
@@ -105,31 +114,31 @@ def test_consolidate_after_counts_from_newest_pod() -> None:
 def test_consolidate_after_uses_last_pod_event_annotation() -> None:
     recent = (AT - timedelta(minutes=1)).strftime("%Y-%m-%dT%H:%M:%SZ")
     nodes = [node("n1", M4, annotations={LAST_POD_EVENT: recent}), node("n2", M4)]
-    st = {"default": settings(after=timedelta(minutes=5))}
-    r = consolidate(cluster(nodes, [pod("a", "n1"), pod("b", "n2")], pool_settings=st), AT)
+    st = {"default": disruption_settings(after=timedelta(minutes=5))}
+    r = consolidate(cluster(nodes, [bound_pod("a", "n1"), bound_pod("b", "n2")], pool_settings=st), AT)
     assert "n1" not in disrupted(r)
     assert "since the last pod change at" in reasons(r)["n1"]
 
 
 def test_consolidate_after_never() -> None:
-    st = {"default": settings(after=None)}
+    st = {"default": disruption_settings(after=None)}
     r = consolidate(cluster([node("n1", M4)], [], pool_settings=st), AT)
     assert not r.actions
     assert reasons(r)["n1"] == "nodepool default has consolidateAfter Never"
 
 
 def test_when_empty_policy_spares_nodes_with_pods_but_deletes_empty_ones() -> None:
-    st = {"default": settings(policy="WhenEmpty")}
+    st = {"default": disruption_settings(policy="WhenEmpty")}
     nodes = [node("n1", M4), node("n2", M4), node("n3", M4)]
-    r = consolidate(cluster(nodes, [pod("a", "n1"), pod("b", "n2")], pool_settings=st), AT)
+    r = consolidate(cluster(nodes, [bound_pod("a", "n1"), bound_pod("b", "n2")], pool_settings=st), AT)
     assert disrupted(r) == {"n3"}
     assert "WhenEmpty" in reasons(r)["n1"]
 
 
 def test_daemonset_and_mirror_pods_do_not_keep_a_node_alive() -> None:
     pods = [
-        pod("ds-1", "n1", "100m", owner_kind="DaemonSet", owner_name="ds"),
-        pod("static-1", "n1", "100m"),
+        bound_pod("ds-1", "n1", "100m", owner_kind="DaemonSet", owner_name="ds"),
+        bound_pod("static-1", "n1", "100m"),
     ]
     meta = {"default/static-1": PodMeta({MIRROR_ANNOTATION: "abc"})}
     r = consolidate(cluster([node("n1", M4)], pods, meta=meta), AT)

@@ -9,21 +9,23 @@ from packing.nodepool import NodePool
 from packing.requirements import Requirement, Requirements
 from packing.resources import Resources
 from packing.taints import Taint
-from tests.disruption.helpers import (
+from tests.engine_builders import (
     AT,
     CT,
     OLD,
-    catalog,
+    bound_pod,
     cluster,
-    itype,
+    disruption_settings,
     many_spot_types,
+    mixed_capacity_pool,
     node,
     pod,
     pool,
-    settings,
+    small_catalog,
+    small_catalog_type,
 )
 
-CAT = {it.name: it for it in catalog()}
+CAT = {it.name: it for it in small_catalog()}
 M4, M8, C2, M2, M16 = CAT["m-4x"], CAT["m-8x"], CAT["c-2x"], CAT["m-2x"], CAT["m-16x"]
 
 
@@ -33,7 +35,7 @@ def reasons(report: object) -> dict[str, str]:
 
 def test_emptiness_deletes_all_empty_nodes_in_one_action() -> None:
     nodes = [node("n1", M4), node("n2", M8), node("n3", M4)]
-    r = consolidate(cluster(nodes, [pod("a", "n3", "3500m")]), AT)
+    r = consolidate(cluster(nodes, [bound_pod("a", "n3", "3500m")]), AT)
     a = r.actions[0]
     assert (a.type, a.reason, sorted(a.nodes), a.replacements, a.moves) == ("delete", "empty", ["n1", "n2"], [], {})
     assert a.savings_per_hour == round(M4.offerings[0].price + M8.offerings[0].price, 6)  # type: ignore[operator]
@@ -42,9 +44,9 @@ def test_emptiness_deletes_all_empty_nodes_in_one_action() -> None:
 
 def test_drift_on_requirement_replaces_and_keeps_pods_placed() -> None:
     # the pool now wants arm64; the amd64 node has drifted, its pod must move to a new (arm64) node
-    arm = itype("a-4x", 4, 16, 0.15, arch="arm64")
-    p = pool("default", Requirement.new("kubernetes.io/arch", "In", ["arm64"]))
-    r = consolidate(cluster([node("n1", M4)], [pod("a", "n1", "3")], pools=[p], cat=[*catalog(), arm]), AT)
+    arm = small_catalog_type("a-4x", 4, 16, 0.15, arch="arm64")
+    p = mixed_capacity_pool("default", Requirement.new("kubernetes.io/arch", "In", ["arm64"]))
+    r = consolidate(cluster([node("n1", M4)], [bound_pod("a", "n1", "3")], pools=[p], cat=[*small_catalog(), arm]), AT)
     a = r.actions[0]
     assert (a.type, a.reason) == ("replace", "drifted")
     assert "kubernetes.io/arch" in a.why
@@ -53,30 +55,30 @@ def test_drift_on_requirement_replaces_and_keeps_pods_placed() -> None:
 
 
 def test_drift_on_template_label_and_taint_and_gone_type() -> None:
-    base = pool("default")
+    base = mixed_capacity_pool("default")
     labelled = NodePool("default", base.requirements, labels={"team": "web"})
     r = consolidate(cluster([node("n1", M4)], [], pools=[labelled]), AT)
     assert r.actions[0].reason == "empty"  # emptiness comes first in Karpenter's order
-    r = consolidate(cluster([node("n1", M4), node("n2", M4)], [pod("a", "n1", "3"), pod("b", "n2", "3")], pools=[labelled]), AT)
+    r = consolidate(cluster([node("n1", M4), node("n2", M4)], [bound_pod("a", "n1", "3"), bound_pod("b", "n2", "3")], pools=[labelled]), AT)
     assert [a.reason for a in r.actions][:1] == ["drifted"]
     assert "label team of the nodepool template is missing" in r.actions[0].why
     tainted = NodePool("default", base.requirements, taints=(Taint("dedicated", "x"),))
-    r = consolidate(cluster([node("n1", M4)], [pod("a", "n1", "3", tolerations=())], pools=[tainted]), AT)
+    r = consolidate(cluster([node("n1", M4)], [bound_pod("a", "n1", "3", tolerations=())], pools=[tainted]), AT)
     assert "taints differ" in reasons(r)["n1"]  # drifted, but its pod tolerates no new node
-    gone = [it for it in catalog() if it.name != "m-4x"]
-    r = consolidate(cluster([node("n1", M4)], [pod("a", "n1", "3")], cat=gone), AT)
+    gone = [it for it in small_catalog() if it.name != "m-4x"]
+    r = consolidate(cluster([node("n1", M4)], [bound_pod("a", "n1", "3")], cat=gone), AT)
     assert r.actions[0].reason == "drifted"
     assert "no longer in the catalog" in r.actions[0].why
 
 
 def test_drift_takes_empty_nodes_first_then_the_oldest() -> None:
-    p = pool("default", Requirement.new("karpenter.k8s.aws/instance-family", "In", ["c"]))
+    p = mixed_capacity_pool("default", Requirement.new("karpenter.k8s.aws/instance-family", "In", ["c"]))
     nodes = [
         node("young", M4, created=AT - timedelta(days=1)),
         node("old", M4, created=AT - timedelta(days=5)),
     ]
-    pods = [pod("a", "young", "3"), pod("b", "old", "3")]
-    st = {"default": settings(policy="WhenEmpty", after=None)}  # keep consolidation out of the way
+    pods = [bound_pod("a", "young", "3"), bound_pod("b", "old", "3")]
+    st = {"default": disruption_settings(policy="WhenEmpty", after=None)}  # keep consolidation out of the way
     r = consolidate(cluster(nodes, pods, pools=[p], pool_settings=st), AT)
     assert [a.nodes for a in r.actions if a.reason == "drifted"] == [["old"], ["young"]]
 
@@ -84,16 +86,16 @@ def test_drift_takes_empty_nodes_first_then_the_oldest() -> None:
 def test_expiration_replaces_old_nodes_and_is_not_budgeted() -> None:
     from packing.disruption import Budget
 
-    st = {"default": settings(Budget(nodes="0"), expire=timedelta(days=2), after=None)}
+    st = {"default": disruption_settings(Budget(nodes="0"), expire=timedelta(days=2), after=None)}
     nodes = [node("n1", M4, created=AT - timedelta(days=3)), node("n2", M4, created=AT - timedelta(hours=1))]
-    r = consolidate(cluster(nodes, [pod("a", "n1", "3"), pod("b", "n2", "3")], pool_settings=st), AT)
+    r = consolidate(cluster(nodes, [bound_pod("a", "n1", "3"), bound_pod("b", "n2", "3")], pool_settings=st), AT)
     assert [(a.reason, a.nodes) for a in r.actions] == [("expired", ["n1"])]
     assert "expireAfter 48h" in r.actions[0].why
 
 
 def test_multi_node_consolidation_deletes_several_nodes_at_once() -> None:
     nodes = [node(f"n{i}", M8) for i in range(1, 5)]
-    pods = [pod(f"p{i}", f"n{i}", "1") for i in range(1, 4)] + [pod("big", "n4", "4")]
+    pods = [bound_pod(f"p{i}", f"n{i}", "1") for i in range(1, 4)] + [bound_pod("big", "n4", "4")]
     r = consolidate(cluster(nodes, pods), AT)
     first = r.actions[0]
     assert first.reason == "underutilized" and len(first.nodes) >= 2
@@ -102,7 +104,7 @@ def test_multi_node_consolidation_deletes_several_nodes_at_once() -> None:
 
 def test_multi_node_replacement_is_one_node_strictly_cheaper_than_the_sum() -> None:
     nodes = [node(f"n{i}", M4) for i in range(1, 4)]
-    pods = [pod(f"p{i}", f"n{i}", "1500m", "2Gi") for i in range(1, 4)]
+    pods = [bound_pod(f"p{i}", f"n{i}", "1500m", "2Gi") for i in range(1, 4)]
     # Karpenter's methods alone: with repack on, a delete (one pod into another node's room) comes first
     r = consolidate(cluster(nodes, pods), AT, repack=False)
     a = r.actions[0]
@@ -117,7 +119,7 @@ def test_single_node_delete_when_pods_fit_elsewhere() -> None:
 
     nodes = [node("n1", M4), node("n2", M4)]
     meta = {"default/b": PodMeta({DO_NOT_DISRUPT: "true"})}  # n2 stays, so only one candidate: single-node
-    r = consolidate(cluster(nodes, [pod("a", "n1", "1"), pod("b", "n2", "2")], meta=meta), AT)
+    r = consolidate(cluster(nodes, [bound_pod("a", "n1", "1"), bound_pod("b", "n2", "2")], meta=meta), AT)
     assert len(r.actions) == 1
     a = r.actions[0]
     assert (a.type, a.reason, a.nodes, a.moves, a.replacements) == ("delete", "underutilized", ["n1"], {"default/a": "n2"}, [])
@@ -125,7 +127,7 @@ def test_single_node_delete_when_pods_fit_elsewhere() -> None:
 
 def test_single_node_replace_with_cheaper_on_demand() -> None:
     p = pool("default", Requirement.new(CT, "In", ["on-demand"]))
-    r = consolidate(cluster([node("n1", M8)], [pod("a", "n1", "1")], pools=[p]), AT)
+    r = consolidate(cluster([node("n1", M8)], [bound_pod("a", "n1", "1")], pools=[p]), AT)
     a = r.actions[0]
     assert (a.type, a.reason) == ("replace", "underutilized")
     assert a.replacements[0]["capacity_type"] == "on-demand"
@@ -138,7 +140,7 @@ def test_single_node_replace_with_cheaper_on_demand() -> None:
 
 
 def test_on_demand_to_spot_replacement_is_pinned_to_spot() -> None:
-    r = consolidate(cluster([node("n1", M8)], [pod("a", "n1", "1")]), AT)
+    r = consolidate(cluster([node("n1", M8)], [bound_pod("a", "n1", "1")]), AT)
     a = r.actions[0]
     assert a.replacements[0]["capacity_type"] == "spot"
     assert a.replacements[0]["labels"][CT] == "spot"
@@ -147,12 +149,12 @@ def test_on_demand_to_spot_replacement_is_pinned_to_spot() -> None:
 
 def test_spot_to_spot_needs_fifteen_cheaper_spot_types() -> None:
     # the small catalog has too few cheaper spot types
-    r = consolidate(cluster([node("n1", M8, ct="spot")], [pod("a", "n1", "1")]), AT)
+    r = consolidate(cluster([node("n1", M8, ct="spot")], [bound_pod("a", "n1", "1")]), AT)
     assert not r.actions
     assert "spot-to-spot replacement needs at least 15 cheaper spot instance types" in reasons(r)["n1"]
     cat = many_spot_types()
     big = next(it for it in cat if it.name == "big-8x")
-    r = consolidate(cluster([node("n1", big, ct="spot")], [pod("a", "n1", "1")], cat=cat), AT)
+    r = consolidate(cluster([node("n1", big, ct="spot")], [bound_pod("a", "n1", "1")], cat=cat), AT)
     a = r.actions[0]
     assert a.type == "replace" and a.replacements[0]["capacity_type"] == "spot"
     assert len(a.replacements[0]["instance_type_options"]) == 15
@@ -160,14 +162,14 @@ def test_spot_to_spot_needs_fifteen_cheaper_spot_types() -> None:
 
 def test_no_cheaper_replacement_reason() -> None:
     p = pool("default", Requirement.new(CT, "In", ["on-demand"]))
-    r = consolidate(cluster([node("n1", C2)], [pod("a", "n1", "1500m", "3Gi")], pools=[p]), AT)
+    r = consolidate(cluster([node("n1", C2)], [bound_pod("a", "n1", "1500m", "3Gi")], pools=[p]), AT)
     assert not r.actions
     assert reasons(r)["n1"].startswith("no cheaper replacement: cheapest fitting option c-2x on-demand at $0.080/h")
 
 
 def test_pending_pods_compete_for_the_room() -> None:
     nodes = [node("n1", M4), node("n2", M4)]
-    pods = [pod("a", "n1", "1"), pod("b", "n2", "1"), pod("pending", "", "2500m")]
+    pods = [bound_pod("a", "n1", "1"), bound_pod("b", "n2", "1"), pod("pending", "2500m")]
     p = pool("default", Requirement.new(CT, "In", ["on-demand"]),
              Requirement.new("karpenter.k8s.aws/instance-family", "In", ["m"]),
              Requirement.new("node.kubernetes.io/instance-type", "In", ["m-4x"]))
@@ -180,7 +182,7 @@ def test_pending_pods_compete_for_the_room() -> None:
 
 def test_min_savings_in_dollars_and_percent() -> None:
     nodes = [node("n1", M4), node("n2", M4)]
-    pods = [pod("a", "n1", "1"), pod("b", "n2", "2")]
+    pods = [bound_pod("a", "n1", "1"), bound_pod("b", "n2", "2")]
     assert consolidate(cluster(nodes, pods), AT, min_savings=MinSavings.parse("0.1")).actions
     r = consolidate(cluster(nodes, pods), AT, min_savings=MinSavings.parse("$0.5/h"))
     assert not r.actions
@@ -188,12 +190,12 @@ def test_min_savings_in_dollars_and_percent() -> None:
     assert consolidate(cluster(nodes, pods), AT, min_savings=MinSavings.parse("100%")).actions  # a delete saves 100%
     p = pool("default", Requirement.new(CT, "In", ["on-demand"]))
     one = [node("n1", M8)]
-    assert consolidate(cluster(one, [pod("a", "n1", "1")], pools=[p]), AT, min_savings=MinSavings.parse("50%")).actions
-    assert not consolidate(cluster(one, [pod("a", "n1", "1")], pools=[p]), AT, min_savings=MinSavings.parse("95%")).actions
+    assert consolidate(cluster(one, [bound_pod("a", "n1", "1")], pools=[p]), AT, min_savings=MinSavings.parse("50%")).actions
+    assert not consolidate(cluster(one, [bound_pod("a", "n1", "1")], pools=[p]), AT, min_savings=MinSavings.parse("95%")).actions
 
 
 def test_methods_run_in_karpenter_order() -> None:
-    p = pool("default", Requirement.new("karpenter.k8s.aws/instance-family", "In", ["m"]))
+    p = mixed_capacity_pool("default", Requirement.new("karpenter.k8s.aws/instance-family", "In", ["m"]))
     nodes = [
         node("empty", M4),
         node("drift", C2),
@@ -201,7 +203,7 @@ def test_methods_run_in_karpenter_order() -> None:
         node("under", M8),
         node("keep", M8),
     ]
-    pods = [pod("d", "drift", "1"), pod("e", "expired", "3"), pod("u", "under", "1"), pod("k", "keep", "7")]
+    pods = [bound_pod("d", "drift", "1"), bound_pod("e", "expired", "3"), bound_pod("u", "under", "1"), bound_pod("k", "keep", "7")]
     r = consolidate(cluster(nodes, pods, pools=[p]), AT)
     order = [a.reason for a in r.actions]
     assert order[:3] == ["empty", "drifted", "expired"]
@@ -220,18 +222,18 @@ def test_pods_may_move_to_an_in_flight_nodeclaim_but_never_to_a_deleting_node() 
 
     claim_spec = node("claim-1", M4).spec
     claim = ExistingNodeSpec("claim-1", dict(claim_spec.labels), claim_spec.allocatable, kind="NodeClaim", initialized=False)
-    c = cluster([node("n1", M4), node("gone", M4, deleting=True)], [pod("a", "n1", "1")])
+    c = cluster([node("n1", M4), node("gone", M4, deleting=True)], [bound_pod("a", "n1", "1")])
     c = dataclasses.replace(c, inflight=[claim])
     r = consolidate(c, AT)
     a = r.actions[0]
     assert (a.type, a.nodes, a.moves) == ("delete", ["n1"], {"default/a": "claim-1"})
-    c2 = cluster([node("n1", M4), node("gone", M4, deleting=True)], [pod("a", "n1", "1")])
+    c2 = cluster([node("n1", M4), node("gone", M4, deleting=True)], [bound_pod("a", "n1", "1")])
     for act in consolidate(c2, AT).actions:
         assert "gone" not in act.moves.values() and "gone" not in act.nodes
 
 
 def test_node_with_unknown_price_is_reported() -> None:
-    r = consolidate(cluster([node("n1", M4, zone="us-east-1z"), node("n2", M8)], [pod("a", "n1", "1"), pod("b", "n2", "5")]), AT)
+    r = consolidate(cluster([node("n1", M4, zone="us-east-1z"), node("n2", M8)], [bound_pod("a", "n1", "1"), bound_pod("b", "n2", "5")]), AT)
     assert "n1" not in {x for a in r.actions for x in a.nodes}
     assert {x.node: x.reason for x in r.not_disrupted}["n1"].startswith("its price is unknown")
 
@@ -241,7 +243,7 @@ def test_a_move_never_takes_the_room_a_pending_pod_is_bound_for() -> None:
     p = pool("default", Requirement.new(CT, "In", ["on-demand"]),
              Requirement.new("node.kubernetes.io/instance-type", "In", ["m-4x"]))
     nodes = [node("n1", M4), node("n2", M4)]
-    pods = [pod("a", "n1", "3"), pod("b", "n2", "1"), pod("pending", "", "3")]
+    pods = [bound_pod("a", "n1", "3"), bound_pod("b", "n2", "1"), pod("pending", "3")]
     r = consolidate(cluster(nodes, pods, pools=[p]), AT)
     assert not r.actions
     # without the pending pod, one node's worth is saved (n1's pod moves to n2, or both go to one new node)
@@ -253,7 +255,7 @@ def test_pending_pods_bound_for_a_removed_node_move_with_its_pods() -> None:
     # the pending pod would schedule on n1; consolidating n1 must find it a place too (here: the replacement)
     p = pool("default", Requirement.new(CT, "In", ["on-demand"]))
     nodes = [node("n1", M16)]
-    pods = [pod("a", "n1", "1"), pod("pending", "", "1")]
+    pods = [bound_pod("a", "n1", "1"), pod("pending", "1")]
     r = consolidate(cluster(nodes, pods, pools=[p]), AT, repack=False)  # Karpenter's single-node move
     assert [(a.type, a.nodes) for a in r.actions] == [("replace", ["n1"])]
     a = r.actions[0]
@@ -266,7 +268,7 @@ def test_pending_pods_bound_for_a_removed_node_move_with_its_pods() -> None:
 
 def test_pool_limits_hold_for_replacements() -> None:
     big = node("n1", CAT["m-8x"])
-    pods = [pod("a", "n1", "3"), pod("b", "n2", "3500m")]
+    pods = [bound_pod("a", "n1", "3"), bound_pod("b", "n2", "3500m")]
     nodes = [big, node("n2", M4)]
     on_demand = Requirement.new(CT, "In", ["on-demand"])
     free = consolidate(cluster(nodes, pods, pools=[pool("default", on_demand)]), AT)
@@ -285,7 +287,7 @@ def test_a_node_count_limit_counts_the_replacement() -> None:
     from packing.disruption.model import DO_NOT_DISRUPT
 
     nodes = [node("n1", M16), node("n2", M4, annotations={DO_NOT_DISRUPT: "true"})]  # n2 stays either way
-    pods = [pod("a", "n1", "3"), pod("b", "n2", "3500m")]
+    pods = [bound_pod("a", "n1", "3"), bound_pod("b", "n2", "3500m")]
     on_demand = Requirement.new(CT, "In", ["on-demand"])
     two = consolidate(cluster(nodes, pods, pools=[pool("default", on_demand, limits=Resources.parse({"nodes": "2"}))]), AT)
     assert [(a.type, a.nodes) for a in two.actions] == [("replace", ["n1"])]  # n1 out, one in: still 2 nodes

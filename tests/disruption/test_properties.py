@@ -30,11 +30,23 @@ from packing.resources import Resources
 from packing.scheduling.scheduler import ExistingPlacement, PlannedNodeClaim, Results, Scheduler
 from packing.scheduling.verify import check_plan
 from packing.taints import Taint, Toleration
-from tests.disruption.helpers import AT, CT, ZONE, ZONES, anti, catalog, itype, node, pdb, pod, spread
-from tests.disruption.helpers import sel as sel_app
+from tests.engine_builders import (
+    AT,
+    CT,
+    TWO_ZONES,
+    ZONE,
+    node,
+    pdb,
+    pod,
+    small_catalog,
+    small_catalog_type,
+    spread,
+    term,
+)
+from tests.engine_builders import sel as sel_app
 
-CAT = catalog()
-BURSTABLE = [itype("t-1x", 1, 2, 0.008), itype("t-2x", 2, 4, 0.02)]  # a CPU at a quarter of the others' price
+CAT = small_catalog()
+BURSTABLE = [small_catalog_type("t-1x", 1, 2, 0.008), small_catalog_type("t-2x", 2, 4, 0.02)]  # a CPU at a quarter of the others' price
 NODE_TYPES = sorted(it.name for it in CAT)
 BY = {it.name: it for it in (*CAT, *BURSTABLE)}
 TAINT = Taint("dedicated", "batch", "NoSchedule")
@@ -89,7 +101,7 @@ def clusters(draw: Any, heavy: bool = False, plain: bool = False) -> tuple[Clust
             f"n{i}",
             it,
             pool_name=pool_name,
-            zone=draw(st.sampled_from(ZONES)),
+            zone=draw(st.sampled_from(TWO_ZONES)),
             ct=draw(st.sampled_from(["on-demand", "on-demand", "spot"] if plain else ["on-demand", "spot"])),
             initialized=plain or draw(st.integers(0, 9)) > 0,
             taints=(TAINT,) if pool_name == "batch" else (),
@@ -116,7 +128,7 @@ def clusters(draw: Any, heavy: bool = False, plain: bool = False) -> tuple[Clust
             if shape == 1:
                 kw["spread"] = (spread(ZONE, app=app),)
             elif shape == 2:
-                kw["anti_affinity"] = (anti(HOSTNAME_LABEL, app=app),)
+                kw["anti_affinity"] = (term(HOSTNAME_LABEL, app=app),)
             elif shape == 3:
                 kw["node_selector"] = {ZONE: nd.spec.labels[ZONE]}
             elif shape == 4 and not any(q.host_ports for q in pods if q.node_name == nd.name):
@@ -133,7 +145,7 @@ def clusters(draw: Any, heavy: bool = False, plain: bool = False) -> tuple[Clust
             elif k == 1:
                 meta[p.key] = PodMeta({DO_NOT_DISRUPT: "3h"}, created=AT - timedelta(hours=draw(st.integers(0, 6))))
     for j in range(draw(st.integers(0, 2))):
-        pods.append(pod(f"pending-{j}", "", draw(st.sampled_from(["250m", "1", "3"]))))
+        pods.append(pod(f"pending-{j}", draw(st.sampled_from(["250m", "1", "3"]))))
     pdbs: list[PodDisruptionBudget] = []
     for app in draw(st.lists(st.sampled_from(["web", "api", "db"]), unique=True, max_size=3)):
         if draw(st.booleans()):
@@ -392,7 +404,7 @@ def _packed_cluster(seed: int) -> tuple[Cluster, Any]:
     nodes, pods = [], []
     for i in range(rnd.randint(2, 5)):
         it = BY[rnd.choice(["c-8x", "m-8x"])]
-        nd = node(f"n{i}", it, zone=rnd.choice(ZONES), created=AT - timedelta(days=3))
+        nd = node(f"n{i}", it, zone=rnd.choice(TWO_ZONES), created=AT - timedelta(days=3))
         nodes.append(nd)
         cpu_left, mem_left = it.allocatable.get("cpu", 0), it.allocatable.get("memory", 0)
         for j in range(12):

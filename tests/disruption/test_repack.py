@@ -20,23 +20,23 @@ from packing.disruption import cli as disruption_cli
 from packing.disruption.engine import REPACK_MIN_DOLLARS, REPACK_MIN_FRACTION
 from packing.requirements import Requirement
 from packing.resources import Resources
-from tests.disruption.helpers import (
+from tests.engine_builders import (
     AT,
     CT,
     ZONE,
-    catalog,
+    bound_pod,
     cluster,
-    itype,
+    disruption_settings,
     node,
     pdb,
-    pod,
     pool,
-    settings,
+    small_catalog,
+    small_catalog_type,
     spread,
 )
 
-SMALL = itype("s-4x", 4, 24, 0.10)
-CAT = [*catalog(), SMALL]
+SMALL = small_catalog_type("s-4x", 4, 24, 0.10)
+CAT = [*small_catalog(), SMALL]
 M8 = next(it for it in CAT if it.name == "m-8x")
 ON_DEMAND = Requirement.new(CT, "In", ["on-demand"])
 
@@ -44,7 +44,7 @@ ON_DEMAND = Requirement.new(CT, "In", ["on-demand"])
 def fragmented(n_nodes: int = 2, **pod_kw: Any) -> tuple[list[Any], list[Any]]:
     nodes = [node(f"n{i}", M8) for i in range(1, n_nodes + 1)]
     pods = [
-        pod(f"p{i}-{j}", f"n{i}", "1500m", "10Gi", labels={"app": f"a{i}"}, **pod_kw)
+        bound_pod(f"p{i}-{j}", f"n{i}", "1500m", "10Gi", labels={"app": f"a{i}"}, **pod_kw)
         for i in range(1, n_nodes + 1)
         for j in range(3)
     ]
@@ -93,7 +93,7 @@ def test_a_group_shrinks_when_its_pods_cannot_all_move() -> None:
     # n3 also runs a pod that only a node labelled team=x could take, and no pool launches such a node: the group
     # of three fails, so the search halves it; n3 never goes
     nodes, pods = fragmented(3)
-    pods.append(pod("pinned", "n3", "250m", "256Mi", node_selector={"team": "x"}))
+    pods.append(bound_pod("pinned", "n3", "250m", "256Mi", node_selector={"team": "x"}))
     r = run(nodes, pods)
     assert r.actions[0].method == "repack" and r.actions[0].nodes == ["n1"]
     assert all("n3" not in a.nodes for a in r.actions)
@@ -112,8 +112,8 @@ def test_a_delete_comes_before_a_repack() -> None:
     # taken first (a repack of both would evict every pod and launch nodes for a similar saving)
     nodes = [node("n1", M8), node("n2", M8)]
     pods = [
-        *(pod(f"p1-{j}", "n1", "1500m", "10Gi") for j in range(3)),
-        pod("small", "n2", "500m", "1Gi"),
+        *(bound_pod(f"p1-{j}", "n1", "1500m", "10Gi") for j in range(3)),
+        bound_pod("small", "n2", "500m", "1Gi"),
     ]
     r = run(nodes, pods)
     first = r.actions[0]
@@ -127,7 +127,7 @@ def test_repack_comes_before_karpenters_replacements() -> None:
     # replaces the four with one 16-CPU node ($0.64/h); repacked, each pod gets its own s-4x ($0.10/h)
     m4 = next(it for it in CAT if it.name == "m-4x")
     nodes = [node(f"n{i}", m4) for i in range(1, 5)]
-    pods = [pod(f"p{i}", f"n{i}", "2500m", "4Gi") for i in range(1, 5)]
+    pods = [bound_pod(f"p{i}", f"n{i}", "2500m", "4Gi") for i in range(1, 5)]
     karpenter = run(nodes, pods, repack=False)
     assert [a.method for a in karpenter.actions] == ["multi-node"]
     assert karpenter.cost_after == pytest.approx(0.64)
@@ -165,7 +165,7 @@ def test_pdbs_hold_for_the_group_as_a_whole() -> None:
 
 def test_budget_room_is_respected() -> None:
     nodes, pods = fragmented()
-    r = run(nodes, pods, pool_settings={"default": settings(Budget(nodes="1"))})
+    r = run(nodes, pods, pool_settings={"default": disruption_settings(Budget(nodes="1"))})
     assert [len(a.nodes) for a in r.actions] == [1]
     assert len(r.actions[0].replacements) == 2  # one node's three pods: two s-4x
     blocked = [x for x in r.not_disrupted if x.blocked_by == "budget"]
@@ -200,11 +200,11 @@ def test_pods_with_topology_rules_are_left_to_karpenters_methods() -> None:
 
 
 def test_gates_hold_for_repack() -> None:
-    r = run(*fragmented(), pool_settings={"default": settings(policy="WhenEmpty")})
+    r = run(*fragmented(), pool_settings={"default": disruption_settings(policy="WhenEmpty")})
     assert r.actions == []
     nodes, pods = fragmented()
     nodes = [dataclasses.replace(n, annotations={"karpenter.sh/last-pod-event-time": "2026-11-30T11:50:00Z"}) for n in nodes]
-    r = run(nodes, pods, pool_settings={"default": settings(after=timedelta(minutes=30))})
+    r = run(nodes, pods, pool_settings={"default": disruption_settings(after=timedelta(minutes=30))})
     assert r.actions == []
     assert all("consolidateAfter" in x.reason for x in r.not_disrupted)
 
@@ -219,14 +219,14 @@ def test_the_margin_and_min_savings() -> None:
     assert [len(a.nodes) for a in run(nodes, pods, min_savings=MinSavings.parse("62%")).actions] == [2]
     assert run(nodes, pods, min_savings=MinSavings.parse("63%")).actions == []  # the pair saves 62.5%
     # a small type barely cheaper than the nodes: 3 x $0.26 against $0.80 saves 2.5%, under the margin
-    dear = [*catalog(), itype("s-4x", 4, 24, 0.26)]
+    dear = [*small_catalog(), small_catalog_type("s-4x", 4, 24, 0.26)]
     assert run(nodes, pods, cat=dear).actions == []
 
 
 def test_every_launch_option_keeps_the_margin() -> None:
     # several small types: each replacement may launch any option priced up to its planned price plus its share of
     # the saving above the margin, so whatever launches the move still saves at least the margin
-    cat = [*CAT, itype("s2-4x", 4, 24, 0.11), itype("s3-4x", 4, 24, 0.30)]
+    cat = [*CAT, small_catalog_type("s2-4x", 4, 24, 0.11), small_catalog_type("s3-4x", 4, 24, 0.30)]
     r = run(*fragmented(), cat=cat)
     a = r.actions[0]
     assert a.method == "repack"

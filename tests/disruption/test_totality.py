@@ -21,16 +21,26 @@ from packing.disruption.output import render_json
 from packing.instancetype import InstanceType, Offering
 from packing.requirements import Requirement, Requirements
 from packing.resources import Resources
-from tests.disruption.helpers import AT, IT, ZONES, catalog, cluster, node, pod, pool
+from tests.engine_builders import (
+    AT,
+    IT,
+    TWO_ZONES,
+    bound_pod,
+    cluster,
+    mixed_capacity_pool,
+    node,
+    pod,
+    small_catalog,
+)
 
 EI_MILLI = 2**60 * 1000
 
 
 def _fragmented(pool_name: str, n: int = 4) -> tuple[list[Any], list[Any]]:
     """n half-empty 8-cpu nodes of one pool: consolidation merges them."""
-    big = next(t for t in catalog() if t.name == "m-8x")
+    big = next(t for t in small_catalog() if t.name == "m-8x")
     nodes = [node(f"{pool_name}-n{i}", big, pool_name=pool_name) for i in range(n)]
-    pods = [pod(f"{pool_name}-p{i}", nd.name, cpu="1500m", memory="2Gi") for i, nd in enumerate(nodes)]
+    pods = [bound_pod(f"{pool_name}-p{i}", nd.name, cpu="1500m", memory="2Gi") for i, nd in enumerate(nodes)]
     return nodes, pods
 
 
@@ -46,7 +56,7 @@ def _assert_total(c: Cluster, r: Report) -> None:
 
 
 def test_only_pool_no_type_satisfies_does_not_raise() -> None:
-    bad = pool("bad", Requirement.new(IT, "In", ["no-such-type"]))
+    bad = mixed_capacity_pool("bad", Requirement.new(IT, "In", ["no-such-type"]))
     nodes, pods = _fragmented("bad", 3)
     c = cluster(nodes, pods, pools=[bad])
     r = consolidate(c, AT)
@@ -58,9 +68,9 @@ def test_only_pool_no_type_satisfies_does_not_raise() -> None:
 
 def test_unsatisfiable_pool_beside_a_healthy_one_changes_nothing_for_it() -> None:
     nodes, pods = _fragmented("default")
-    want = consolidate(cluster(nodes, pods, pools=[pool("default")]), AT)
-    bad = dataclasses.replace(pool("bad", Requirement.new(IT, "In", ["no-such-type"])), weight=100)
-    c = cluster(nodes, pods, pools=[bad, pool("default")])
+    want = consolidate(cluster(nodes, pods, pools=[mixed_capacity_pool("default")]), AT)
+    bad = dataclasses.replace(mixed_capacity_pool("bad", Requirement.new(IT, "In", ["no-such-type"])), weight=100)
+    c = cluster(nodes, pods, pools=[bad, mixed_capacity_pool("default")])
     got = consolidate(c, AT)
     assert want.actions and _actions(got) == _actions(want)
     assert list(got.unusable_nodepools) == ["bad"]
@@ -69,9 +79,9 @@ def test_unsatisfiable_pool_beside_a_healthy_one_changes_nothing_for_it() -> Non
 
 def test_a_pool_that_fails_is_left_out_and_the_healthy_pool_consolidates(broken_pool: str) -> None:
     nodes, pods = _fragmented("default")
-    want = consolidate(cluster(nodes, pods, pools=[pool("default")]), AT)
-    boom = dataclasses.replace(pool(broken_pool), weight=100)  # tried first for every replacement
-    got = consolidate(cluster(nodes, pods, pools=[boom, pool("default")]), AT)
+    want = consolidate(cluster(nodes, pods, pools=[mixed_capacity_pool("default")]), AT)
+    boom = dataclasses.replace(mixed_capacity_pool(broken_pool), weight=100)  # tried first for every replacement
+    got = consolidate(cluster(nodes, pods, pools=[boom, mixed_capacity_pool("default")]), AT)
     assert want.actions and _actions(got) == _actions(want)
     assert set(got.unusable_nodepools) == {"boom"} and "OverflowError" in got.unusable_nodepools["boom"]
 
@@ -79,7 +89,7 @@ def test_a_pool_that_fails_is_left_out_and_the_healthy_pool_consolidates(broken_
 def test_the_broken_pools_own_nodes_get_actions_or_reasons(broken_pool: str) -> None:
     nodes, pods = _fragmented("default")
     boom_nodes, boom_pods = _fragmented(broken_pool, 2)
-    c = cluster([*nodes, *boom_nodes], [*pods, *boom_pods], pools=[pool(broken_pool), pool("default")])
+    c = cluster([*nodes, *boom_nodes], [*pods, *boom_pods], pools=[mixed_capacity_pool(broken_pool), mixed_capacity_pool("default")])
     got = consolidate(c, AT)
     _assert_total(c, got)
     assert any(n.startswith("default-") for a in got.actions for n in a.nodes)
@@ -89,8 +99,8 @@ def test_the_broken_pools_own_nodes_get_actions_or_reasons(broken_pool: str) -> 
 @pytest.mark.parametrize("limits", [{"memory": EI_MILLI}, {"memory": 8 * EI_MILLI}, {"cpu": 10**33}, {"cpu": 2**63 - 1}])
 def test_limits_beyond_int64_consolidate_as_non_binding_ones(limits: dict[str, int]) -> None:
     nodes, pods = _fragmented("default")
-    huge = dataclasses.replace(pool("default"), limits=Resources(limits))
-    within = dataclasses.replace(pool("default"), limits=Resources({k: 2**62 for k in limits}))
+    huge = dataclasses.replace(mixed_capacity_pool("default"), limits=Resources(limits))
+    within = dataclasses.replace(mixed_capacity_pool("default"), limits=Resources({k: 2**62 for k in limits}))
     got = consolidate(cluster(nodes, pods, pools=[huge]), AT)
     want = consolidate(cluster(nodes, pods, pools=[within]), AT)
     assert got.actions and _actions(got) == _actions(want)
@@ -98,22 +108,22 @@ def test_limits_beyond_int64_consolidate_as_non_binding_ones(limits: dict[str, i
 
 def test_degenerate_clusters_never_raise() -> None:
     nodes, pods = _fragmented("default")
-    zero = InstanceType("zero-1x", Resources(), Resources(), {"kubernetes.io/os": "linux"}, (Offering(ZONES[0], "on-demand", 0.01),))
+    zero = InstanceType("zero-1x", Resources(), Resources(), {"kubernetes.io/os": "linux"}, (Offering(TWO_ZONES[0], "on-demand", 0.01),))
     absurd = InstanceType(
         "absurd", Resources({"cpu": 2**70, "memory": 8 * EI_MILLI, "pods": 2**64}), Resources(),
-        {"kubernetes.io/os": "linux"}, (Offering(ZONES[0], "on-demand", 0.001),),
+        {"kubernetes.io/os": "linux"}, (Offering(TWO_ZONES[0], "on-demand", 0.001),),
     )
-    huge_pod = pod("huge", "default-n0", cpu="1")
+    huge_pod = bound_pod("huge", "default-n0", cpu="1")
     huge_pod = dataclasses.replace(huge_pod, requests=Resources({"cpu": 10**33, "pods": 1000}))
     cases = [
-        cluster(nodes, pods, pools=[pool("default")], cat=[]),
-        cluster(nodes, pods, pools=[pool("default")], cat=[zero]),
-        cluster(nodes, pods, pools=[pool("default")], cat=[*catalog(), absurd]),
+        cluster(nodes, pods, pools=[mixed_capacity_pool("default")], cat=[]),
+        cluster(nodes, pods, pools=[mixed_capacity_pool("default")], cat=[zero]),
+        cluster(nodes, pods, pools=[mixed_capacity_pool("default")], cat=[*small_catalog(), absurd]),
         cluster(nodes, pods, pools=[]),
-        cluster(nodes, [*pods, huge_pod], pools=[pool("default")]),
-        cluster(nodes, pods, pools=[dataclasses.replace(pool("default"), limits={"cpu": 0})]),
-        cluster(nodes, pods, pools=[pool("default", Requirement.new("topology.kubernetes.io/zone", "In", ["mars-1a"]))]),
-        cluster([], [], pools=[pool("default")]),
+        cluster(nodes, [*pods, huge_pod], pools=[mixed_capacity_pool("default")]),
+        cluster(nodes, pods, pools=[dataclasses.replace(mixed_capacity_pool("default"), limits={"cpu": 0})]),
+        cluster(nodes, pods, pools=[mixed_capacity_pool("default", Requirement.new("topology.kubernetes.io/zone", "In", ["mars-1a"]))]),
+        cluster([], [], pools=[mixed_capacity_pool("default")]),
     ]
     for c in cases:
         _assert_total(c, consolidate(c, AT))
@@ -121,7 +131,7 @@ def test_degenerate_clusters_never_raise() -> None:
 
 @st.composite
 def hostile_clusters(draw: st.DrawFn) -> Cluster:
-    cat = [t for t in catalog() if draw(st.booleans())]
+    cat = [t for t in small_catalog() if draw(st.booleans())]
     reqs = st.sampled_from(
         [
             (),
@@ -132,10 +142,10 @@ def hostile_clusters(draw: st.DrawFn) -> Cluster:
     )
     limits = st.sampled_from([None, Resources({"memory": 8 * EI_MILLI}), Resources({"cpu": 4000}), {"cpu": 0}])
     pools = [
-        dataclasses.replace(pool(f"pool{j}", *draw(reqs)), limits=draw(limits))
+        dataclasses.replace(mixed_capacity_pool(f"pool{j}", *draw(reqs)), limits=draw(limits))
         for j in range(draw(st.integers(0, 3)))
     ]
-    types = catalog()
+    types = small_catalog()
     nodes = []
     pods = []
     for i in range(draw(st.integers(0, 6))):
@@ -144,8 +154,8 @@ def hostile_clusters(draw: st.DrawFn) -> Cluster:
         nodes.append(node(f"n{i}", t, pool_name=owner or None))
         for k in range(draw(st.integers(0, 3))):
             cpu = draw(st.sampled_from(["100m", "500m", "1", "3"]))
-            pods.append(pod(f"n{i}-p{k}", f"n{i}", cpu=cpu, memory="1Gi"))
-    pods += [pod(f"pending-{k}", "", cpu="500m") for k in range(draw(st.integers(0, 2)))]
+            pods.append(bound_pod(f"n{i}-p{k}", f"n{i}", cpu=cpu, memory="1Gi"))
+    pods += [pod(f"pending-{k}", cpu="500m") for k in range(draw(st.integers(0, 2)))]
     return cluster(nodes, pods, pools=pools, cat=cat)
 
 

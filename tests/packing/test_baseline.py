@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-from factories import catalog, pod, pool, res
 from hypothesis import given, settings
-from test_properties import catalogs, pod_lists, pools
 
 from packing.bench.baseline import karpenter_baseline
 from packing.bound import lower_bound
@@ -13,6 +11,8 @@ from packing.nodepool import NodePool
 from packing.pods import Pod
 from packing.scheduling.scheduler import Scheduler
 from packing.scheduling.verify import check_plan
+from tests.engine_builders import catalog, pod, pool, res
+from tests.packing.test_properties import catalogs, pod_lists, pools
 
 
 @settings(max_examples=60, deadline=None)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from factories import it, node, pod, pool
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -14,12 +13,13 @@ from packing.pods import Pod
 from packing.resources import Resources
 from packing.scheduling.scheduler import Scheduler
 from packing.scheduling.verify import check_plan
+from tests.engine_builders import existing_node, instance_type, pod, pool
 
 
 def test_bound_keeps_pods_off_sizes_they_do_not_fit() -> None:
     # 3300Mi and 3900Mi fall in one cpu x memory cell; only the first fits the cheap type (3840Mi
     # allocatable), so the 3900Mi pods need at least their share of the dear type's memory
-    cat = [it("small-2x", 2, 4, 0.01), it("big-8x", 8, 32, 1.0)]
+    cat = [instance_type("small-2x", 2, 4, 0.01), instance_type("big-8x", 8, 32, 1.0)]
     s = Scheduler([pool()], cat)
     pods = [pod(f"a-{i}", "500m", "3300Mi") for i in range(4)] + [
         pod(f"b-{i}", "500m", "3900Mi") for i in range(4)
@@ -41,7 +41,7 @@ def threshold_cases(
         cpu = draw(st.sampled_from([1, 2, 3, 4, 8]))
         mem = draw(st.sampled_from([1, 2, 4, 8, 16]))
         price = round(draw(st.floats(0.001, 2.0)), 4)
-        cat.append(it(f"t{i}", cpu, mem, price, pods=draw(st.sampled_from([2, 4, 110]))))
+        cat.append(instance_type(f"t{i}", cpu, mem, price, pods=draw(st.sampled_from([2, 4, 110]))))
     pods = []
     for i in range(draw(st.integers(1, 30))):
         # sizes around the allocatable of the types (capacity - 100m cpu / 256Mi memory overhead)
@@ -60,7 +60,7 @@ def threshold_cases(
     nodes = []
     if draw(st.booleans()):
         nodes.append(
-            node("n-1", draw(st.sampled_from(["1", "2", "4"])), draw(st.sampled_from(["2Gi", "8Gi"])))
+            existing_node("n-1", draw(st.sampled_from(["1", "2", "4"])), draw(st.sampled_from(["2Gi", "8Gi"])))
         )
     return cat, pods, ds, nodes
 

@@ -15,7 +15,6 @@ from typing import Any
 
 import numpy as np
 import pytest
-from factories import catalog, it, on_demand_pool, pod
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -26,6 +25,7 @@ from packing.scheduling import packer, scheduler
 from packing.scheduling.packer import bin_totals, cheapest_fitting, pack
 from packing.scheduling.scheduler import Scheduler
 from packing.scheduling.verify import check_plan
+from tests.engine_builders import catalog, instance_type, on_demand_pool, pod
 
 GIB = 2**30 * 1000  # memory in milli-bytes, as the engine counts it
 
@@ -166,10 +166,10 @@ def test_resource_only_pods_are_placed_within_allocatable_and_limits_or_reported
     shapes: list[tuple[int, int]], cpu_limit: int | None
 ) -> None:
     cat = [
-        it("c-2x", 2, 4, 0.085),
-        it("m-8x", 8, 32, 0.384),
-        it("r-4x", 4, 32, 0.25),
-        it("c-16x", 16, 32, 0.68),
+        instance_type("c-2x", 2, 4, 0.085),
+        instance_type("m-8x", 8, 32, 0.384),
+        instance_type("r-4x", 4, 32, 0.25),
+        instance_type("c-16x", 16, 32, 0.68),
     ]
     limits = Resources.parse({"cpu": str(cpu_limit)}) if cpu_limit is not None else None
     pods = [
@@ -204,7 +204,7 @@ def test_a_claim_finalizes_on_the_first_fitting_type_spot_first_then_price_then_
 
     rng = np.random.default_rng(seed)
     types = [
-        it(f"t{i}", int(rng.choice([2, 4, 8, 16])), int(rng.choice([4, 8, 16, 32])), round(float(rng.uniform(0.05, 1)), 2),
+        instance_type(f"t{i}", int(rng.choice([2, 4, 8, 16])), int(rng.choice([4, 8, 16, 32])), round(float(rng.uniform(0.05, 1)), 2),
            zones=list(rng.choice(["us-east-1a", "us-east-1b", "us-east-1c"], size=int(rng.integers(1, 4)), replace=False)),
            spot_factor=None if rng.random() < 0.3 else float(rng.choice([0.3, 0.5])))
         for i in range(30)

@@ -1,13 +1,13 @@
 from __future__ import annotations
 
 import pytest
-from factories import res
 
 from packing.pods import ContainerResources, pod_requests
 from packing.quantity import QuantityError, format_quantity, parse_quantity
 from packing.requirements import Requirement, RequirementError, Requirements
 from packing.resources import Resources
 from packing.taints import Taint, Toleration, first_untolerated
+from tests.engine_builders import res
 
 
 @pytest.mark.parametrize(

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from factories import CT, HOST, ZONE, it, term
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -14,8 +13,7 @@ from packing.resources import Resources
 from packing.scheduling.scheduler import Scheduler
 from packing.scheduling.verify import check_plan
 from packing.taints import Taint, Toleration
-
-ZONES3 = ("us-east-1a", "us-east-1b", "us-east-1c")
+from tests.engine_builders import CT, HOST, ZONE, ZONES, instance_type, term
 
 
 @st.composite
@@ -26,11 +24,11 @@ def catalogs(draw: st.DrawFn) -> list[InstanceType]:
         cpu = draw(st.sampled_from([1, 2, 4, 8, 16]))
         ratio = draw(st.sampled_from([1, 2, 4, 8]))
         price = round(cpu * draw(st.floats(0.02, 0.1)) * (1 + draw(st.floats(0, 0.3))), 4)
-        zones = draw(st.lists(st.sampled_from(ZONES3), min_size=1, max_size=3, unique=True))
+        zones = draw(st.lists(st.sampled_from(ZONES), min_size=1, max_size=3, unique=True))
         arch = draw(st.sampled_from(["amd64", "arm64"]))
         gpu = {"nvidia.com/gpu": "1"} if draw(st.integers(0, 5)) == 0 else None
         out.append(
-            it(
+            instance_type(
                 f"t{i}",
                 cpu,
                 cpu * ratio,
@@ -92,7 +90,7 @@ def pod_lists(draw: st.DrawFn) -> list[Pod]:
             kw["tolerations"] = (Toleration("dedicated", "Equal", "x", "NoSchedule"),)
         elif shape == 7:
             kw["required_terms"] = (
-                Requirements([Requirement.new(ZONE, "In", [draw(st.sampled_from(ZONES3))])]),
+                Requirements([Requirement.new(ZONE, "In", [draw(st.sampled_from(ZONES))])]),
             )
         pods.append(Pod(f"p{i}", requests=Resources(reqs), **kw))  # type: ignore[arg-type]
     return pods
@@ -132,7 +130,7 @@ def test_bound_never_exceeds_greedy_plan(cat: list[InstanceType], pods: list[Pod
 
 @given(st.lists(st.tuples(st.integers(1, 30), st.integers(1, 40)), min_size=1, max_size=40))
 def test_no_node_over_allocatable_resource_only(shapes: list[tuple[int, int]]) -> None:
-    cat = [it("c-2x", 2, 4, 0.085), it("m-8x", 8, 32, 0.384), it("r-4x", 4, 32, 0.25)]
+    cat = [instance_type("c-2x", 2, 4, 0.085), instance_type("m-8x", 8, 32, 0.384), instance_type("r-4x", 4, 32, 0.25)]
     pods = [
         Pod(f"p{i}", requests=Resources({"cpu": c * 100, "memory": m * 256 * 2**20 * 1000, "pods": 1000}))
         for i, (c, m) in enumerate(shapes)
@@ -148,7 +146,7 @@ def clusters(draw: st.DrawFn) -> tuple[list[ExistingNodeSpec], list[Pod]]:
     nodes = []
     running = []
     for i in range(draw(st.integers(0, 5))):
-        zone = draw(st.sampled_from(ZONES3))
+        zone = draw(st.sampled_from(ZONES))
         initialized = draw(st.booleans())
         labels = {
             ZONE: zone,

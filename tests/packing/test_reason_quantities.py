@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import pytest
-from factories import catalog, it, on_demand_pool, pod
 from hypothesis import given
 from hypothesis import strategies as st
 
 from packing.quantity import parse_quantity
 from packing.scheduling.reasons import human_quantity
 from packing.scheduling.scheduler import Scheduler
+from tests.engine_builders import catalog, instance_type, on_demand_pool, pod
 
 GI = 2**30 * 1000  # one GiB in milli-bytes
 
@@ -52,7 +52,7 @@ def test_a_request_larger_than_the_offer_never_reads_as_no_larger(request_b: int
 
 
 def test_too_big_reason_shows_large_cpu_in_cores() -> None:
-    cat = [*catalog(), it("x-384x", 384, 3072, 20.0)]
+    cat = [*catalog(), instance_type("x-384x", 384, 3072, 20.0)]
     s = Scheduler([on_demand_pool()], cat)
     r = s.solve([pod("huge", "500", "1Gi")])
     assert r.unschedulable["default/huge"] == [

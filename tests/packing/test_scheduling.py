@@ -4,13 +4,20 @@ from __future__ import annotations
 
 import random
 
-from factories import (
+from packing.nodepool import DaemonSet, NodePool
+from packing.pods import HostPort, Pod
+from packing.requirements import Requirement, Requirements
+from packing.resources import Resources
+from packing.scheduling.scheduler import Results, Scheduler
+from packing.scheduling.verify import check_plan
+from packing.taints import Taint
+from tests.engine_builders import (
     CT,
     HOST,
     ZONE,
     catalog,
-    it,
-    node,
+    existing_node,
+    instance_type,
     on_demand_pool,
     pod,
     pool,
@@ -20,14 +27,6 @@ from factories import (
     term,
     tol,
 )
-
-from packing.nodepool import DaemonSet, NodePool
-from packing.pods import HostPort, Pod
-from packing.requirements import Requirement, Requirements
-from packing.resources import Resources
-from packing.scheduling.scheduler import Results, Scheduler
-from packing.scheduling.verify import check_plan
-from packing.taints import Taint
 
 
 def solve(pods: list[Pod], pools: list[NodePool] | None = None, **kw: object) -> tuple[Scheduler, Results]:
@@ -111,7 +110,7 @@ def test_required_node_affinity_terms_are_ored() -> None:
 
 
 def test_gt_lt_operators_on_type_labels() -> None:
-    cat = [it("small", 2, 4, 0.05, labels={"cpus": "2"}), it("large", 16, 64, 0.8, labels={"cpus": "16"})]
+    cat = [instance_type("small", 2, 4, 0.05, labels={"cpus": "2"}), instance_type("large", 16, 64, 0.8, labels={"cpus": "16"})]
     _, r = solve([pod("p", "500m", "1Gi", required_terms=(req("cpus", "Gt", "8"),))], cat=cat)
     assert claim_of(r, "p").instance_type == "large"
     _, r2 = solve([pod("p", "500m", "1Gi", required_terms=(req("cpus", "Lte", "2"),))], cat=cat)
@@ -119,7 +118,7 @@ def test_gt_lt_operators_on_type_labels() -> None:
 
 
 def test_does_not_exist_matches_types_without_label() -> None:
-    cat = [it("plain", 4, 8, 0.1), it("fancy", 4, 8, 0.05, labels={"fancy": "yes"})]
+    cat = [instance_type("plain", 4, 8, 0.1), instance_type("fancy", 4, 8, 0.05, labels={"fancy": "yes"})]
     _, r = solve([pod("p", required_terms=(req("fancy", "DoesNotExist"),))], cat=cat)
     assert claim_of(r, "p").instance_type == "plain"
 
@@ -153,10 +152,10 @@ def test_uninitialized_node_ignores_startup_and_ephemeral_taints() -> None:
     startup = Taint("example.com/agent", "", "NoSchedule")
     not_ready = Taint("node.kubernetes.io/not-ready", "", "NoSchedule")
     p = on_demand_pool(startup_taints=(startup,))
-    fresh = node("fresh", taints=(startup, not_ready), initialized=False)
+    fresh = existing_node("fresh", taints=(startup, not_ready), initialized=False)
     _, r = solve([pod("a")], [p], existing_nodes=[fresh])
     assert where(r, "a") == "fresh" and not r.nodeclaims
-    ready = node("ready", taints=(startup, not_ready), initialized=True)
+    ready = existing_node("ready", taints=(startup, not_ready), initialized=True)
     _, r2 = solve([pod("a")], [p], existing_nodes=[ready])
     assert where(r2, "a") != "ready"
 
@@ -180,8 +179,8 @@ def test_zone_spread_counts_running_pods_and_fails_with_reason() -> None:
         )
         for i in range(2)
     ]
-    nodes = [node("n-a", cpu="200m", zone="us-east-1a"), node("n-b", cpu="100m", zone="us-east-1b")]
-    only_a = [it("m-4x", 4, 16, 0.2, zones=("us-east-1a",))]
+    nodes = [existing_node("n-a", cpu="200m", zone="us-east-1a"), existing_node("n-b", cpu="100m", zone="us-east-1b")]
+    only_a = [instance_type("m-4x", 4, 16, 0.2, zones=("us-east-1a",))]
     p = pod("late", labels={"app": "s"}, spread=(spread(ZONE, app="s"),))
     s = Scheduler([on_demand_pool()], only_a, nodes, running)
     r = s.solve([p])
@@ -196,7 +195,7 @@ def test_zone_spread_counts_running_pods_and_fails_with_reason() -> None:
 
 def test_zone_spread_min_domains() -> None:
     # only two zones reachable but minDomains 3: the global minimum counts as 0, so at most one pod per zone
-    two = [it("m-4x", 4, 16, 0.2, zones=("us-east-1a", "us-east-1b"))]
+    two = [instance_type("m-4x", 4, 16, 0.2, zones=("us-east-1a", "us-east-1b"))]
     pods = [
         pod(f"s{i}", "100m", "128Mi", labels={"app": "s"}, spread=(spread(ZONE, min_domains=3, app="s"),))
         for i in range(3)
@@ -216,7 +215,7 @@ def test_hostname_spread_limits_pods_per_node() -> None:
 
 
 def test_schedule_anyway_spread_is_relaxed() -> None:
-    one_zone = [it("m-4x", 4, 16, 0.2, zones=("us-east-1a",))]
+    one_zone = [instance_type("m-4x", 4, 16, 0.2, zones=("us-east-1a",))]
     pods = [
         pod(
             f"s{i}",
@@ -228,7 +227,7 @@ def test_schedule_anyway_spread_is_relaxed() -> None:
         )
         for i in range(3)
     ]
-    _, r = solve(pods, cat=one_zone + [it("m-4x-b", 4, 16, 0.2, zones=("us-east-1b",))])
+    _, r = solve(pods, cat=one_zone + [instance_type("m-4x-b", 4, 16, 0.2, zones=("us-east-1b",))])
     assert not r.unschedulable
 
 
@@ -255,7 +254,7 @@ def test_zone_anti_affinity_fails_when_zones_run_out() -> None:
 
 def test_anti_affinity_of_running_pod_keeps_matching_pods_away() -> None:
     guard = Pod("guard", labels={"app": "guard"}, node_name="n1", anti_affinity=(term(HOST, app="web"),))
-    s = Scheduler([on_demand_pool()], catalog(), [node("n1")], [guard])
+    s = Scheduler([on_demand_pool()], catalog(), [existing_node("n1")], [guard])
     r = s.solve([pod("web", labels={"app": "web"}), pod("other")])
     assert where(r, "other") == "n1"
     assert where(r, "web") != "n1"
@@ -265,7 +264,7 @@ def test_anti_affinity_of_running_pod_keeps_matching_pods_away() -> None:
 def test_zone_affinity_follows_running_pod() -> None:
     db = Pod("db", labels={"app": "db"}, node_name="n-b")
     s = Scheduler(
-        [on_demand_pool()], catalog(), [node("n-b", cpu="500m", memory="1Gi", zone="us-east-1b")], [db]
+        [on_demand_pool()], catalog(), [existing_node("n-b", cpu="500m", memory="1Gi", zone="us-east-1b")], [db]
     )
     pods = [pod(f"w{i}", affinity=(term(ZONE, app="db"),)) for i in range(3)]
     r = s.solve(pods)
@@ -285,7 +284,7 @@ def test_affinity_without_any_target_fails() -> None:
 
 
 def test_preferred_anti_affinity_relaxed_when_impossible() -> None:
-    one_zone = [it("m-4x", 4, 16, 0.2, zones=("us-east-1a",))]
+    one_zone = [instance_type("m-4x", 4, 16, 0.2, zones=("us-east-1a",))]
     pods = [
         pod(
             f"p{i}",
@@ -306,7 +305,7 @@ def test_host_ports_conflict_forces_separate_nodes() -> None:
     _, r = solve(pods)
     assert where(r, "p0") != where(r, "p1")
     busy = Pod("busy", node_name="n1", host_ports=(HostPort(8080),))
-    s = Scheduler([on_demand_pool()], catalog(), [node("n1")], [busy])
+    s = Scheduler([on_demand_pool()], catalog(), [existing_node("n1")], [busy])
     r2 = s.solve(
         [
             pod("p", "100m", "128Mi", host_ports=(HostPort(8080),)),
@@ -368,7 +367,7 @@ def test_limit_that_refuses_a_constrained_pod_is_named() -> None:
 
 def test_limits_count_existing_and_in_flight() -> None:
     limited = on_demand_pool(limits=Resources.parse({"cpu": "4"}))
-    inflight = node("claim-1", cpu="4", memory="16Gi", kind="NodeClaim", initialized=False)
+    inflight = existing_node("claim-1", cpu="4", memory="16Gi", kind="NodeClaim", initialized=False)
     full = Pod("x", node_name="claim-1", requests=Resources.parse({"cpu": "4", "pods": "1"}))
     s = Scheduler([limited], catalog(), [inflight], [full])
     r = s.solve([pod("p")])
@@ -394,8 +393,8 @@ def test_spot_preferred_and_capacity_type_requirements() -> None:
 
 # ---------------------------------------------------------------- existing capacity and what-if
 def test_existing_nodes_and_inflight_claims_filled_first() -> None:
-    existing = node("n1", cpu="2", memory="4Gi")
-    inflight = node("claim-9", cpu="2", memory="4Gi", kind="NodeClaim", initialized=False)
+    existing = existing_node("n1", cpu="2", memory="4Gi")
+    inflight = existing_node("claim-9", cpu="2", memory="4Gi", kind="NodeClaim", initialized=False)
     s, r = solve(
         [pod("a", "1500m"), pod("b", "1500m"), pod("c", "1500m")], existing_nodes=[existing, inflight]
     )
@@ -433,7 +432,7 @@ def test_last_node_is_not_stranded() -> None:
 
 
 def test_instance_type_options_at_most_sixty_cheapest_first() -> None:
-    cat = [it(f"t{i:03d}", 4, 8, 0.1 + i / 1000) for i in range(80)]
+    cat = [instance_type(f"t{i:03d}", 4, 8, 0.1 + i / 1000) for i in range(80)]
     _, r = solve([pod("p")], cat=cat)
     opts = r.nodeclaims[0].instance_type_options
     assert len(opts) == 60 and opts[0] == "t000" and opts == sorted(opts)

@@ -11,7 +11,6 @@ import dataclasses
 from typing import Any
 
 import pytest
-from factories import CT, ZONES, catalog, it, pod, pool
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -22,8 +21,8 @@ from packing.requirements import Requirement, Requirements
 from packing.resources import MAX_AMOUNT, Resources
 from packing.scheduling.scheduler import Results, Scheduler
 from packing.scheduling.verify import check_plan
+from tests.engine_builders import CT, IT, ZONES, catalog, instance_type, pod, pool
 
-IT = "node.kubernetes.io/instance-type"
 EI_MILLI = 2**60 * 1000  # 1Ei of memory in milli-units
 
 
@@ -146,7 +145,7 @@ def test_absurd_catalog_types_and_nodes_are_contained() -> None:
 
 
 def test_degenerate_inputs_never_raise() -> None:
-    zero = it("zero-1x", 0, 0, 0.01)
+    zero = instance_type("zero-1x", 0, 0, 0.01)
     pods = _pods(12)
     cases: list[tuple[list[NodePool], list[InstanceType]]] = [
         ([], catalog()),

@@ -48,7 +48,7 @@ class World:
         from console.simulation import services
         from console.simulation.cloud import SimulatedCloud
         from console.simulation.cluster import SimulatedCluster
-        from tests.web.conftest import NODECLASS
+        from tests.console_pages import NODECLASS
 
         self.server = server
         self.clock = Clock(now=timezone.now().replace(microsecond=0))

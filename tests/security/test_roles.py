@@ -20,7 +20,7 @@ from console.access import VIEWER_WRITES
 from console.alerts.models import AlertRule, Channel
 from console.catalog.models import PriceOverrideRule
 from console.fleet.models import EC2NodeClass, NodePool
-from tests.web.conftest import nodeclass, operator, operator_client, pool, viewer, viewer_client  # noqa: F401
+from tests.console_pages import nodeclass, operator, operator_client, pool, viewer, viewer_client  # noqa: F401
 
 pytestmark = pytest.mark.django_db
 UNSAFE = ("post", "put", "patch", "delete")

@@ -10,7 +10,7 @@ from django.test import Client
 from rest_framework.authtoken.models import Token
 
 from console.fleet.models import NodePool
-from tests.web.conftest import operator, operator_client  # noqa: F401
+from tests.console_pages import operator, operator_client  # noqa: F401
 
 pytestmark = pytest.mark.django_db
 LIMIT = 4096

@@ -164,7 +164,7 @@ def loop_world(settings: Any, *nodepools: Mapping[str, Any]) -> LoopWorld:
     from django.contrib.auth.models import User
 
     from console.fleet import services as fleet_services
-    from tests.web.conftest import NODECLASS
+    from tests.console_pages import NODECLASS
 
     settings.LOADMASTER_CLUSTER_NAME = "test"
     clock = Clock()

@@ -11,8 +11,8 @@ from console.fleet import services
 from console.simulation import services as sim
 from console.simulation.cluster import SimulatedCluster
 from console.simulation.config import SimulationConfig
+from tests.console_pages import NODECLASS, operator, operator_client, viewer, viewer_client  # noqa: F401
 from tests.simulation.conftest import Clock, pod
-from tests.web.conftest import NODECLASS, operator, operator_client, viewer, viewer_client  # noqa: F401
 
 __all__ = ["operator", "operator_client", "viewer", "viewer_client"]
 

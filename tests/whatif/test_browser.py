@@ -4,18 +4,13 @@ and nothing saved. Screenshots land in test-artifacts/."""
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.web.test_browser import CHROMIUM, DRIVER, browser, shot  # noqa: F401
+from tests.chromium import BROWSER_TEST, browser, shot  # noqa: F401 - browser is a fixture
 
-pytestmark = [
-    pytest.mark.browser,
-    pytest.mark.skipif(not (Path(CHROMIUM).exists() and Path(DRIVER).exists()),
-                       reason="needs Debian's chromium and chromium-driver (./dev.sh test installs them)"),
-]
+pytestmark = BROWSER_TEST
 
 @pytest.mark.django_db(transaction=True)
 def test_preview_flow_in_browser(browser: Any, live_server: Any, world: Any) -> None:  # noqa: F811

@@ -11,7 +11,7 @@ from rest_framework.test import APIClient
 
 from console.fleet.models import NodePool
 from console.whatif.models import Snapshot
-from tests.web.test_pages import rows
+from tests.console_pages import rows
 from tests.whatif.conftest import add_pod
 from tests.whatif.test_services import karpenter_node
 

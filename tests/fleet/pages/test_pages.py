@@ -12,17 +12,9 @@ from django.urls import reverse
 from django.utils import timezone
 
 from console.fleet.models import ChangeRecord, Decision, EC2NodeClass, NodeClaim, NodePool
+from tests.console_pages import rows
 
 PAGES = ["/nodepools/", "/nodeclasses/", "/nodeclaims/", "/decisions/", "/export/"]
-
-
-def rows(prefix: str, items: list[dict[str, Any]], extra: int = 0) -> dict[str, Any]:
-    data: dict[str, Any] = {f"{prefix}-TOTAL_FORMS": str(len(items) + extra), f"{prefix}-INITIAL_FORMS": "0",
-                            f"{prefix}-MIN_NUM_FORMS": "0", f"{prefix}-MAX_NUM_FORMS": "1000"}
-    for i, item in enumerate(items):
-        for key, value in item.items():
-            data[f"{prefix}-{i}-{key}"] = value
-    return data
 
 
 def pool_post(**overrides: Any) -> dict[str, Any]:

@@ -1,4 +1,6 @@
-"""Fixtures for page tests: signed-in clients in each role and a small fleet."""
+"""What the console's page tests share: signed-in clients in each role, a small fleet (one EC2NodeClass and
+one NodePool) and formset POST data. Page tests of every app import these fixtures by name; tests/fleet/pages'
+conftest brings them into the fleet's page tests over tests/fleet/conftest.py's API clients of the same names."""
 
 from __future__ import annotations
 
@@ -58,3 +60,13 @@ def pool(nodeclass: EC2NodeClass, operator: User) -> NodePool:
         "taints": [{"key": "team", "value": "a", "effect": "NoSchedule"}],
         "budgets": [{"nodes": "10%"}], "limits": {"cpu": "100"},
     }, user=operator)
+
+
+def rows(prefix: str, items: list[dict[str, Any]], extra: int = 0) -> dict[str, Any]:
+    """POST data of a Django formset: the management form, then each item's fields as ``prefix-i-key``."""
+    data: dict[str, Any] = {f"{prefix}-TOTAL_FORMS": str(len(items) + extra), f"{prefix}-INITIAL_FORMS": "0",
+                            f"{prefix}-MIN_NUM_FORMS": "0", f"{prefix}-MAX_NUM_FORMS": "1000"}
+    for i, item in enumerate(items):
+        for key, value in item.items():
+            data[f"{prefix}-{i}-{key}"] = value
+    return data

@@ -5,52 +5,14 @@ Screenshots land in test-artifacts/ for a person to look at."""
 
 from __future__ import annotations
 
-import os
-import shutil
-import tempfile
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
 
 from console.fleet.models import NodePool
+from tests.chromium import BROWSER_TEST, shot
 
-CHROMIUM, DRIVER = "/usr/bin/chromium", "/usr/bin/chromedriver"
-ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
-
-pytestmark = [
-    pytest.mark.browser,
-    pytest.mark.skipif(not (os.path.exists(CHROMIUM) and os.path.exists(DRIVER)),
-                       reason="needs Debian's chromium and chromium-driver (./dev.sh test installs them)"),
-]
-
-
-@pytest.fixture
-def browser() -> Iterator[Any]:
-    from selenium import webdriver
-    from selenium.webdriver.chrome.service import Service
-
-    os.environ["SE_AVOID_STATS"] = "true"
-    profile = tempfile.mkdtemp(prefix="lm-chromium-")
-    options = webdriver.ChromeOptions()
-    options.binary_location = CHROMIUM
-    for flag in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
-                 "--disable-background-networking", "--disable-component-update", "--disable-sync",
-                 "--no-first-run", "--disable-quic", f"--user-data-dir={profile}", "--window-size=1280,1000"):
-        options.add_argument(flag)
-    driver = webdriver.Chrome(service=Service(DRIVER), options=options)
-    driver.implicitly_wait(3)
-    try:
-        yield driver
-    finally:
-        driver.quit()
-        shutil.rmtree(profile, ignore_errors=True)
-
-
-def shot(driver: Any, name: str) -> None:
-    ARTIFACTS.mkdir(exist_ok=True)
-    driver.save_screenshot(str(ARTIFACTS / f"{name}.png"))
+pytestmark = BROWSER_TEST
 
 
 @pytest.mark.django_db(transaction=True)
@@ -61,7 +23,7 @@ def test_create_nodepool_in_browser(browser: Any, live_server: Any) -> None:
     from selenium.webdriver.support.ui import Select, WebDriverWait
 
     from console.fleet import services
-    from tests.web.conftest import NODECLASS
+    from tests.console_pages import NODECLASS
 
     user = User.objects.create_user("olga", password="a long browser password")
     user.groups.add(Group.objects.get_or_create(name="operator")[0])

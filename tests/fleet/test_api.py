@@ -17,7 +17,7 @@ from rest_framework.test import APIClient
 from console.fleet import services
 from console.fleet.api.views import _drf_errors
 from console.fleet.models import ChangeRecord, Decision, EC2NodeClass, NodeClaim, NodePool
-from tests.console.conftest import make_claim, nodeclass_values, nodepool_values
+from tests.fleet.conftest import make_claim, nodeclass_values, nodepool_values
 
 pytestmark = pytest.mark.django_db
 
