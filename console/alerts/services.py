@@ -95,7 +95,7 @@ def channel_update(*, channel: Channel, values: Mapping[str, Any]) -> Channel:
 
 @transaction.atomic
 def channel_delete(*, channel: Channel) -> None:
-    if channel.rules.exists():
+    if AlertRule.objects.filter(channel=channel).exists():
         raise ChannelInUse(f"Channel {channel.name} is used by rules; move or delete them first.")
     try:
         channel.delete()
