@@ -20,6 +20,15 @@ ZONE_LABEL = "topology.kubernetes.io/zone"
 HOSTNAME_LABEL = "kubernetes.io/hostname"
 INITIALIZED_LABEL = "karpenter.sh/initialized"
 
+# Karpenter v1's CRD defaults for the NodePool fields a manifest may leave out, spelled as in the manifest.
+# Written once here: the disruption engine, the console's field table (console/fleet/fieldtable.py), its
+# model, forms and API all take them from these names.
+EXPIRE_AFTER_DEFAULT = "720h"                            # spec.template.spec.expireAfter
+CONSOLIDATION_POLICY_DEFAULT = "WhenEmptyOrUnderutilized"  # spec.disruption.consolidationPolicy
+CONSOLIDATE_AFTER_DEFAULT = "0s"                         # spec.disruption.consolidateAfter
+BUDGET_NODES_DEFAULT = "10%"                             # spec.disruption.budgets[].nodes, and the one budget
+                                                         # a NodePool without spec.disruption.budgets gets
+
 
 @dataclass(frozen=True)
 class NodePool:

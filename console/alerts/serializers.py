@@ -1,29 +1,38 @@
+"""API representations of channels and rules. Serializers check the shape of the input (types, lengths,
+choices); the services validate and save, with the same rules and words as the pages."""
+
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any, TypeVar
 
+from django.core.exceptions import ValidationError as DjangoValidationError
 from rest_framework import serializers
+from rest_framework.settings import api_settings
 
-from console.alerts.forms import ChannelForm, RuleForm
+from console.alerts import services
 from console.alerts.models import AlertRule, Channel
 
-
-def _current(model: Any, fields: list[str], instance: Any) -> dict[str, Any]:
-    """The values a partial API write starts from: the row's (update) or the model defaults (create),
-    so the form sees a complete submission just like the page would send."""
-    out: dict[str, Any] = {}
-    for name in fields:
-        if name == "secret":
-            continue
-        value = getattr(instance, name) if instance is not None else model._meta.get_field(name).get_default()
-        out[name] = value.pk if hasattr(value, "pk") else value
-    return out
+T = TypeVar("T")
 
 
-def _form_errors(form: Any) -> None:
-    # One set of rules for pages and API: the form validates, the serializer reports.
-    if not form.is_valid():
-        raise serializers.ValidationError({k: list(v) for k, v in form.errors.items()})
+@contextmanager
+def service_errors() -> Iterator[None]:
+    """A service's ValidationError as the API's 400, keyed by field."""
+    try:
+        yield
+    except DjangoValidationError as exc:
+        if not hasattr(exc, "error_dict"):
+            raise serializers.ValidationError({api_settings.NON_FIELD_ERRORS_KEY: exc.messages}) from exc
+        raise serializers.ValidationError(
+            {api_settings.NON_FIELD_ERRORS_KEY if field == "__all__" else field: texts
+             for field, texts in exc.message_dict.items()}) from exc
+
+
+def _save(write: Callable[[], T]) -> T:
+    with service_errors():
+        return write()
 
 
 class ChannelSerializer(serializers.ModelSerializer):
@@ -36,16 +45,11 @@ class ChannelSerializer(serializers.ModelSerializer):
                   "disabled", "disabled_reason"]
         read_only_fields = ["disabled", "disabled_reason"]
 
-    def _save(self, instance: Channel | None, data: dict[str, Any]) -> Channel:
-        form = ChannelForm(data={**_current(Channel, ChannelForm.Meta.fields, instance), **data}, instance=instance)
-        _form_errors(form)
-        return form.save()
-
     def create(self, validated_data: dict[str, Any]) -> Channel:
-        return self._save(None, validated_data)
+        return _save(lambda: services.channel_create(values=validated_data))
 
     def update(self, instance: Channel, validated_data: dict[str, Any]) -> Channel:
-        return self._save(instance, validated_data)
+        return _save(lambda: services.channel_update(channel=instance, values=validated_data))
 
 
 class RuleSerializer(serializers.ModelSerializer):
@@ -54,9 +58,8 @@ class RuleSerializer(serializers.ModelSerializer):
         fields = ["id", "name", "kind", "nodepool", "metric", "threshold", "window_minutes", "cooldown_minutes",
                   "channel", "enabled"]
 
-    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
-        merged = {**_current(AlertRule, RuleForm.Meta.fields, self.instance), **attrs}
-        if hasattr(merged.get("channel"), "pk"):
-            merged["channel"] = merged["channel"].pk
-        _form_errors(RuleForm(data=merged, instance=self.instance))
-        return attrs
+    def create(self, validated_data: dict[str, Any]) -> AlertRule:
+        return _save(lambda: services.rule_create(values=validated_data))
+
+    def update(self, instance: AlertRule, validated_data: dict[str, Any]) -> AlertRule:
+        return _save(lambda: services.rule_update(rule=instance, values=validated_data))

@@ -1,6 +1,7 @@
-"""Alert lifecycle and delivery: evaluate each rule, decide fire/repeat/resolve, send, record; and the
-two observations rules with a per-item clock need: pending pods (stuck pods) and blocked
-consolidations (stranded savings)."""
+"""Writes of the alerts app: channels and rules (created, changed, deleted only here, validated by
+validation.py and the model on every write); the alert lifecycle and delivery (evaluate each rule,
+decide fire/repeat/resolve, send, record); and the two observations rules with a per-item clock need:
+pending pods (stuck pods) and blocked consolidations (stranded savings)."""
 
 from __future__ import annotations
 
@@ -12,10 +13,12 @@ from decimal import Decimal
 from typing import Any
 
 from django.conf import settings
+from django.core.exceptions import ValidationError
 from django.db import transaction
+from django.db.models.deletion import ProtectedError
 from django.utils import timezone
 
-from console.alerts import messages, selectors
+from console.alerts import messages, selectors, validation
 from console.alerts.models import AlertEvent, AlertRule, AlertState, Channel, PendingPod, StrandedMove
 from console.alerts.selectors import Evaluation
 from console.alerts.transports import MAX_ERROR, cut, deliver
@@ -30,6 +33,102 @@ NODEPOOL_LABEL = "karpenter.sh/nodepool"
 # How long a pod that left the pending list is remembered, so that coming back restarts its clock.
 PENDING_MEMORY = timedelta(days=1)
 
+
+# --- channels and rules ---------------------------------------------------------------------------
+
+CHANNEL_FIELDS = ("name", "kind", "secret_env", "slack_channel", "api_base_url")
+RULE_FIELDS = ("name", "kind", "nodepool", "metric", "threshold", "window_minutes", "cooldown_minutes",
+               "channel", "enabled")
+
+
+class ChannelInUse(ValidationError):
+    """Rules still send to the channel (their foreign key protects it): move or delete them first."""
+
+
+def _check(obj: Channel | AlertRule, problems: validation.Problems) -> None:
+    """Raise the rules' problems and the model's own (unique name, lengths, choices) together, keyed by field;
+    the model does not repeat a field the rules already refused."""
+    errors = {field: list(texts) for field, texts in problems.items()}
+    try:
+        obj.full_clean(exclude=list(errors))
+    except ValidationError as exc:
+        for field, texts in exc.message_dict.items():
+            errors.setdefault(field, []).extend(texts)
+    if errors:
+        raise ValidationError(errors)
+
+
+def _assign(obj: Channel | AlertRule, values: Mapping[str, Any], allowed: tuple[str, ...]) -> None:
+    unknown = set(values) - set(allowed)
+    if unknown:
+        raise TypeError(f"not a field of {type(obj).__name__}: {', '.join(sorted(unknown))}")
+    for name, value in values.items():
+        setattr(obj, name, value.strip() if isinstance(value, str) else value)
+
+
+def _channel_save(channel: Channel, values: Mapping[str, Any]) -> Channel:
+    values = dict(values)
+    secret = str(values.pop("secret", "") or "").strip()
+    had_secret = channel.pk is not None and bool(channel.secret_encrypted)
+    _assign(channel, values, CHANNEL_FIELDS)
+    _check(channel, validation.channel_problems(channel, secret=secret, had_secret=had_secret))
+    if secret:
+        channel.set_secret(secret)
+    if channel.secret_env:  # the environment holds the secret: none is kept in the database
+        channel.secret_encrypted, channel.secret_hint = "", ""
+    channel.save()
+    return channel
+
+
+@transaction.atomic
+def channel_create(*, values: Mapping[str, Any]) -> Channel:
+    """``values``: fields of CHANNEL_FIELDS (absent ones get the model's defaults) and ``secret``, the webhook
+    URL or bot token, stored encrypted."""
+    return _channel_save(Channel(), values)
+
+
+@transaction.atomic
+def channel_update(*, channel: Channel, values: Mapping[str, Any]) -> Channel:
+    """Change the given fields; a blank or absent ``secret`` keeps the stored one."""
+    return _channel_save(channel, values)
+
+
+@transaction.atomic
+def channel_delete(*, channel: Channel) -> None:
+    if AlertRule.objects.filter(channel=channel).exists():
+        raise ChannelInUse(f"Channel {channel.name} is used by rules; move or delete them first.")
+    try:
+        channel.delete()
+    except ProtectedError as exc:  # a rule added since the check above
+        raise ChannelInUse(f"Channel {channel.name} is used by rules; move or delete them first.") from exc
+
+
+def _rule_save(rule: AlertRule, values: Mapping[str, Any]) -> AlertRule:
+    stored_nodepool = rule.nodepool if rule.pk is not None else None
+    _assign(rule, values, RULE_FIELDS)
+    _check(rule, validation.rule_problems(rule, stored_nodepool=stored_nodepool))
+    rule.save()
+    return rule
+
+
+@transaction.atomic
+def rule_create(*, values: Mapping[str, Any]) -> AlertRule:
+    """``values``: fields of RULE_FIELDS (``channel`` a Channel); absent ones get the model's defaults."""
+    return _rule_save(AlertRule(), values)
+
+
+@transaction.atomic
+def rule_update(*, rule: AlertRule, values: Mapping[str, Any]) -> AlertRule:
+    """Change the given fields; the others keep their values."""
+    return _rule_save(rule, values)
+
+
+@transaction.atomic
+def rule_delete(*, rule: AlertRule) -> None:
+    rule.delete()
+
+
+# --- the lifecycle ----------------------------------------------------------------------------------
 
 def decide(*, firing_before: bool, last_sent_at: datetime | None, condition: bool, now: datetime,
            cooldown: timedelta) -> str | None:

@@ -1,13 +1,15 @@
 """Forms for NodePools and EC2NodeClasses.
 
 Forms only parse what the operator typed into Karpenter-shaped values; every rule is checked
-once, by the model through the service. The service's errors come back keyed by field and by a
+once, by the model through the service. The inputs come from the field table (fieldtable.py): one per
+field, with its label, help and initial value there. The service's errors come back keyed by field and by a
 path inside it (``[1].values``), and :func:`place_errors` puts each one next to the input that
 holds it — the right row of the right inline table.
 """
 
 from __future__ import annotations
 
+import copy
 import re
 from collections.abc import Iterable, Mapping
 from typing import Any
@@ -16,7 +18,7 @@ import yaml
 from django import forms
 from django.core.exceptions import ValidationError
 
-from console.fleet import validation
+from console.fleet import fieldtable, validation
 from console.fleet.models import EC2NodeClass, NodePool
 from packing.yamlinput import load_one
 
@@ -103,20 +105,64 @@ class YamlListField(forms.CharField):
         return parse_yaml_list(super().to_python(value) or "")
 
 
+# --- fields from the table --------------------------------------------------------------------------
+
+def _initial(default: Any) -> Any:
+    # An empty default needs no initial value (and a select then marks no option, as without one).
+    return None if default is fieldtable.UNSET or default in (None, "", [], {}) else copy.deepcopy(default)
+
+
+def _input(widget: fieldtable.Widget, *, label: str, help_text: str = "", required: bool = False,
+           initial: Any = None, choices: fieldtable.Choices = (), max_length: int | None = None,
+           datalist: str = "") -> forms.Field:
+    """The form field for one input of the table."""
+    kinds = fieldtable.Widget
+    common: dict[str, Any] = {"label": label, "help_text": help_text, "initial": initial}
+    if widget is kinds.TEXT:
+        attrs = {"list": datalist} if datalist else None
+        return forms.CharField(required=required, max_length=max_length, widget=forms.TextInput(attrs=attrs),
+                               **common)
+    if widget is kinds.TEXTAREA:
+        return forms.CharField(required=required, widget=forms.Textarea(attrs={"rows": 4, "class": "mono"}), **common)
+    if widget is kinds.NUMBER:
+        return forms.IntegerField(required=required, **common)
+    if widget is kinds.SELECT:
+        return forms.ChoiceField(required=required, choices=list(choices), **common)
+    if widget is kinds.NULL_BOOLEAN:
+        return forms.NullBooleanField(required=False, widget=forms.Select(choices=list(choices)), **common)
+    if widget is kinds.KEY_VALUES:
+        return KeyValueField(**common)
+    if widget is kinds.YAML_LIST:
+        return YamlListField(**common)
+    raise ValueError(f"{widget} is not one input")
+
+
+def table_inputs(fields: Iterable[fieldtable.FieldSpec]) -> dict[str, forms.Field]:
+    """The form fields of a table, in its order: one per field, one per part of a PARTS field, none for ROWS."""
+    inputs: dict[str, forms.Field] = {}
+    for spec in fields:
+        if spec.widget is fieldtable.Widget.ROWS:
+            continue
+        if spec.widget is fieldtable.Widget.PARTS:
+            for part in spec.parts:
+                inputs[part.name] = _input(part.widget, label=part.label, choices=part.choices)
+            continue
+        names = spec.kind in (fieldtable.Kind.NAME, fieldtable.Kind.REFERENCE)
+        inputs[spec.name] = _input(spec.widget, label=spec.label, help_text=spec.help, required=spec.required,
+                                   initial=_initial(spec.default), choices=spec.choices,
+                                   max_length=fieldtable.NAME_MAX_LENGTH if names else None,
+                                   datalist=spec.datalist)
+    return inputs
+
+
 # --- NodePool ---------------------------------------------------------------------------------------
 
-class NodePoolForm(forms.Form):
-    name = forms.CharField(max_length=63, help_text="Becomes the karpenter.sh/nodepool label; cannot change later.")
-    node_class_name = forms.CharField(label="EC2NodeClass", max_length=63,
-                                      widget=forms.TextInput(attrs={"list": "nodeclass-names"}))
-    weight = forms.IntegerField(required=False, help_text="1-100; higher-weight pools are tried first.")
-    template_labels = KeyValueField(label="Node labels")
-    template_annotations = KeyValueField(label="Node annotations")
-    limits = KeyValueField(help_text="cpu=1000, memory=1000Gi, nvidia.com/gpu=8, nodes=50")
-    expire_after = forms.CharField(initial="720h", help_text="Duration (720h) or Never.")
-    termination_grace_period = forms.CharField(required=False, help_text="Optional, e.g. 48h.")
-    consolidation_policy = forms.ChoiceField(choices=NodePool.POLICY_CHOICES, initial=NodePool.POLICY_WHEN_UNDERUTILIZED)
-    consolidate_after = forms.CharField(initial="0s", help_text="Duration (30s, 5m) or Never.")
+# The NodePool's one-value inputs, one per table field; its list fields are edited as rows (NODEPOOL_ROWS).
+_NodePoolInputs: type[forms.Form] = type("_NodePoolInputs", (forms.Form,),
+                                         {"__module__": __name__, **table_inputs(fieldtable.NODEPOOL_FIELDS)})
+
+
+class NodePoolForm(_NodePoolInputs):  # type: ignore[misc, valid-type]
     revision = forms.IntegerField(required=False, widget=forms.HiddenInput)
 
     def __init__(self, *args: Any, editing: bool = False, **kwargs: Any) -> None:
@@ -198,14 +244,15 @@ class BudgetForm(forms.Form):
 RequirementFormSet = forms.formset_factory(RequirementForm, extra=1, can_delete=True)
 TaintFormSet = forms.formset_factory(TaintForm, extra=1, can_delete=True)
 BudgetFormSet = forms.formset_factory(BudgetForm, extra=1, can_delete=True)
+_FORMSETS: dict[fieldtable.Kind, type[forms.BaseFormSet]] = {
+    fieldtable.Kind.REQUIREMENTS: RequirementFormSet, fieldtable.Kind.TAINTS: TaintFormSet,
+    fieldtable.Kind.BUDGETS: BudgetFormSet,
+}
 
 # NodePool list fields edited as inline rows: field name -> (formset class, prefix)
 NODEPOOL_ROWS: dict[str, tuple[type[forms.BaseFormSet], str]] = {
-    "requirements": (RequirementFormSet, "req"),
-    "taints": (TaintFormSet, "taint"),
-    "startup_taints": (TaintFormSet, "stainit"),
-    "budgets": (BudgetFormSet, "budget"),
-}
+    spec.name: (_FORMSETS[spec.kind], spec.rows_prefix)
+    for spec in fieldtable.NODEPOOL_FIELDS if spec.widget is fieldtable.Widget.ROWS}
 _ROW_FIELD_NAMES = {"minValues": "min_values"}
 
 
@@ -214,7 +261,7 @@ class NodePoolEditor:
 
     def __init__(self, data: Any = None, *, instance: NodePool | None = None) -> None:
         self.instance = instance
-        values = instance.field_values() if instance else {"budgets": [{"nodes": "10%"}]}
+        values = instance.field_values() if instance else fieldtable.defaults(fieldtable.NODEPOOL_FIELDS)
         initial = {k: values.get(k) for k in NodePoolForm.base_fields if k in values}
         if instance:
             initial["revision"] = instance.revision
@@ -287,40 +334,15 @@ def place_errors(error: ValidationError, form: forms.Form, sources: Mapping[str,
 
 # --- EC2NodeClass -----------------------------------------------------------------------------------
 
-class NodeClassForm(forms.Form):
-    name = forms.CharField(max_length=63)
-    ami_family = forms.ChoiceField(required=False, choices=[("", "(from alias)")] + [(f, f) for f in validation.AMI_FAMILIES])
-    ami_selector_terms = YamlListField(help_text="e.g. - alias: al2023@latest")
-    subnet_selector_terms = YamlListField(help_text="e.g. - tags: {karpenter.sh/discovery: my-cluster}")
-    security_group_selector_terms = YamlListField(help_text="e.g. - tags: {karpenter.sh/discovery: my-cluster}")
-    role = forms.CharField(required=False, help_text="IAM role name for the instance profile Karpenter creates.")
-    instance_profile = forms.CharField(required=False, help_text="Or an existing instance profile (not both).")
-    tags = KeyValueField(label="EC2 tags")
-    block_device_mappings = YamlListField(help_text="e.g. - deviceName: /dev/xvda\n  ebs: {volumeSize: 100Gi, volumeType: gp3}")
-    kubelet_max_pods = forms.IntegerField(required=False, label="kubelet maxPods")
-    kubelet_pods_per_core = forms.IntegerField(required=False, label="kubelet podsPerCore")
-    kubelet_system_reserved = KeyValueField(label="kubelet systemReserved")
-    kubelet_kube_reserved = KeyValueField(label="kubelet kubeReserved")
-    kubelet_eviction_hard = KeyValueField(label="kubelet evictionHard")
-    http_endpoint = forms.ChoiceField(required=False, choices=[("", "(default: enabled)"), ("enabled", "enabled"), ("disabled", "disabled")])
-    http_protocol_ipv6 = forms.ChoiceField(required=False, label="httpProtocolIPv6",
-                                           choices=[("", "(default: disabled)"), ("enabled", "enabled"), ("disabled", "disabled")])
-    http_put_response_hop_limit = forms.IntegerField(required=False, label="httpPutResponseHopLimit")
-    http_tokens = forms.ChoiceField(required=False, choices=[("", "(default: required)"), ("required", "required"), ("optional", "optional")])
-    user_data = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 4, "class": "mono"}))
-    instance_store_policy = forms.ChoiceField(required=False, choices=[("", "(none)"), ("RAID0", "RAID0")],
-                                              help_text="RAID0: use the local NVMe instance store for ephemeral storage.")
-    detailed_monitoring = forms.NullBooleanField(required=False, widget=forms.Select(
-        choices=[("unknown", "(default: off)"), ("true", "on"), ("false", "off")]))
-    associate_public_ip_address = forms.NullBooleanField(required=False, label="Associate public IP address", widget=forms.Select(
-        choices=[("unknown", "(subnet default)"), ("true", "yes"), ("false", "no")]))
-    revision = forms.IntegerField(required=False, widget=forms.HiddenInput)
+# The parts of the fields edited through several inputs: field -> {input name: key in the field's mapping}.
+_PARTS: dict[str, dict[str, str]] = {spec.name: {part.name: part.key for part in spec.parts}
+                                     for spec in fieldtable.NODECLASS_FIELDS if spec.widget is fieldtable.Widget.PARTS}
+_NodeClassInputs: type[forms.Form] = type("_NodeClassInputs", (forms.Form,),
+                                          {"__module__": __name__, **table_inputs(fieldtable.NODECLASS_FIELDS)})
 
-    KUBELET = {"kubelet_max_pods": "maxPods", "kubelet_pods_per_core": "podsPerCore",
-               "kubelet_system_reserved": "systemReserved", "kubelet_kube_reserved": "kubeReserved",
-               "kubelet_eviction_hard": "evictionHard"}
-    METADATA = {"http_endpoint": "httpEndpoint", "http_protocol_ipv6": "httpProtocolIPv6",
-                "http_put_response_hop_limit": "httpPutResponseHopLimit", "http_tokens": "httpTokens"}
+
+class NodeClassForm(_NodeClassInputs):  # type: ignore[misc, valid-type]
+    revision = forms.IntegerField(required=False, widget=forms.HiddenInput)
 
     def __init__(self, *args: Any, instance: EC2NodeClass | None = None, **kwargs: Any) -> None:
         self.instance = instance
@@ -334,48 +356,38 @@ class NodeClassForm(forms.Form):
     def initial_from(cls, nodeclass: EC2NodeClass) -> dict[str, Any]:
         values = nodeclass.field_values()
         initial = {k: values[k] for k in cls.base_fields if k in values}
-        for form_key, spec_key in cls.KUBELET.items():
-            initial[form_key] = (nodeclass.kubelet or {}).get(spec_key)
-        for form_key, spec_key in cls.METADATA.items():
-            initial[form_key] = (nodeclass.metadata_options or {}).get(spec_key)
+        for field, parts in _PARTS.items():
+            for form_key, spec_key in parts.items():
+                initial[form_key] = (values[field] or {}).get(spec_key)
         initial["revision"] = nodeclass.revision
         return initial
 
     def values(self) -> dict[str, Any]:
         data = self.cleaned_data
-        values = {k: data[k] for k in ("name", "ami_family", "ami_selector_terms", "subnet_selector_terms",
-                                       "security_group_selector_terms", "role", "instance_profile", "tags",
-                                       "block_device_mappings", "user_data", "instance_store_policy",
-                                       "detailed_monitoring", "associate_public_ip_address")}
+        values = {spec.name: data[spec.name] for spec in fieldtable.NODECLASS_FIELDS if spec.name not in _PARTS}
         if self.instance is not None:
             values["name"] = self.instance.name
-            # Keep kubelet settings the form does not show (evictionSoft, clusterDNS…) as they were.
-            kubelet = {k: v for k, v in (self.instance.kubelet or {}).items() if k not in self.KUBELET.values()}
-        else:
-            kubelet = {}
-        for form_key, spec_key in self.KUBELET.items():
-            if data.get(form_key) not in (None, "", {}):
-                kubelet[spec_key] = data[form_key]
-        values["kubelet"] = kubelet
-        values["metadata_options"] = {spec_key: data[form_key] for form_key, spec_key in self.METADATA.items()
-                                      if data.get(form_key) not in (None, "")}
+        for field, parts in _PARTS.items():
+            # Keep the settings the form does not show (kubelet evictionSoft, clusterDNS…) as they were.
+            stored = (getattr(self.instance, field) or {}) if self.instance is not None else {}
+            mapping = {k: v for k, v in stored.items() if k not in parts.values()}
+            for form_key, spec_key in parts.items():
+                if data.get(form_key) not in (None, "", {}):
+                    mapping[spec_key] = data[form_key]
+            values[field] = mapping
         return values
 
     def place_errors(self, error: ValidationError) -> None:
         if not hasattr(error, "error_dict"):
             self.add_error(None, error)
             return
-        reverse_kubelet = {v: k for k, v in self.KUBELET.items()}
-        reverse_metadata = {v: k for k, v in self.METADATA.items()}
         for field, messages in error.message_dict.items():
             for message in messages:
                 target: str | None = field if field in self.fields else None
-                if field == "kubelet":
+                if field in _PARTS:
+                    # ".systemReserved.cpu: ..." -> the input of systemReserved
                     key = message.lstrip(".").split(".", 1)[0].split(":", 1)[0]
-                    target = reverse_kubelet.get(key)
-                elif field == "metadata_options":
-                    key = message.lstrip(".").split(":", 1)[0]
-                    target = reverse_metadata.get(key)
+                    target = {v: k for k, v in _PARTS[field].items()}.get(key)
                 if target is None and field == "__all__":
                     self.add_error(None, message)
                 elif target is None:

@@ -1,7 +1,8 @@
 """Conversion between fleet rows and Karpenter v1 manifests (the YAML operators already write).
 
-Each model field maps to one path in the manifest (NODEPOOL_PATHS / NODECLASS_PATHS); import,
-export, the change history and error messages all use that one table, so
+Each model field maps to one path in the manifest (the field table, fieldtable.py, gives NODEPOOL_PATHS
+and NODECLASS_PATHS, the CRD defaults and each field's kind); import, export, the change history and
+error messages all use that one table, so
 "spec.template.spec.requirements[1].values" means the same thing in an import error, a history
 entry and ``kubectl explain``.
 
@@ -29,7 +30,9 @@ from typing import Any
 
 import yaml
 
+from console.fleet import fieldtable
 from packing import yamlinput
+from packing.nodepool import BUDGET_NODES_DEFAULT
 from packing.yamlinput import brief
 
 NODEPOOL_API_VERSION = "karpenter.sh/v1"
@@ -38,68 +41,32 @@ NODEPOOL_KIND = "NodePool"
 NODECLASS_KIND = "EC2NodeClass"
 NODECLASS_GROUP = "karpenter.k8s.aws"
 
-NODEPOOL_PATHS: dict[str, tuple[str, ...]] = {
-    "name": ("metadata", "name"),
-    "template_labels": ("spec", "template", "metadata", "labels"),
-    "template_annotations": ("spec", "template", "metadata", "annotations"),
-    "node_class_name": ("spec", "template", "spec", "nodeClassRef", "name"),
-    "taints": ("spec", "template", "spec", "taints"),
-    "startup_taints": ("spec", "template", "spec", "startupTaints"),
-    "requirements": ("spec", "template", "spec", "requirements"),
-    "expire_after": ("spec", "template", "spec", "expireAfter"),
-    "termination_grace_period": ("spec", "template", "spec", "terminationGracePeriod"),
-    "consolidation_policy": ("spec", "disruption", "consolidationPolicy"),
-    "consolidate_after": ("spec", "disruption", "consolidateAfter"),
-    "budgets": ("spec", "disruption", "budgets"),
-    "limits": ("spec", "limits"),
-    "weight": ("spec", "weight"),
-}
-NODECLASS_PATHS: dict[str, tuple[str, ...]] = {
-    "name": ("metadata", "name"),
-    "ami_family": ("spec", "amiFamily"),
-    "ami_selector_terms": ("spec", "amiSelectorTerms"),
-    "subnet_selector_terms": ("spec", "subnetSelectorTerms"),
-    "security_group_selector_terms": ("spec", "securityGroupSelectorTerms"),
-    "role": ("spec", "role"),
-    "instance_profile": ("spec", "instanceProfile"),
-    "tags": ("spec", "tags"),
-    "block_device_mappings": ("spec", "blockDeviceMappings"),
-    "kubelet": ("spec", "kubelet"),
-    "metadata_options": ("spec", "metadataOptions"),
-    "user_data": ("spec", "userData"),
-    "instance_store_policy": ("spec", "instanceStorePolicy"),
-    "detailed_monitoring": ("spec", "detailedMonitoring"),
-    "associate_public_ip_address": ("spec", "associatePublicIPAddress"),
-}
+NODEPOOL_PATHS: dict[str, tuple[str, ...]] = fieldtable.paths(fieldtable.NODEPOOL_FIELDS)
+NODECLASS_PATHS: dict[str, tuple[str, ...]] = fieldtable.paths(fieldtable.NODECLASS_FIELDS)
 # Karpenter's CRD defaults, applied on import when a field is absent (as the API server would).
-# Fields not listed here have no CRD default; the value is the model's "not set".
-NODEPOOL_DEFAULTS: dict[str, Any] = {
-    "template_labels": {}, "template_annotations": {}, "taints": [], "startup_taints": [],
-    "requirements": [], "expire_after": "720h", "termination_grace_period": "",
-    "consolidation_policy": "WhenEmptyOrUnderutilized", "consolidate_after": "0s",
-    "budgets": [{"nodes": "10%"}], "limits": {}, "weight": None,
-}
-NODECLASS_DEFAULTS: dict[str, Any] = {
-    "ami_family": "", "ami_selector_terms": [], "subnet_selector_terms": [],
-    "security_group_selector_terms": [], "role": "", "instance_profile": "", "tags": {},
-    "block_device_mappings": [], "kubelet": {}, "metadata_options": {}, "user_data": "",
-    "instance_store_policy": "", "detailed_monitoring": None, "associate_public_ip_address": None,
-}
-BUDGET_NODES_DEFAULT = "10%"
-# Model fields held in CharFields: the manifest must give a string (Django would turn 123 into "123").
-_STRING_FIELDS = {"name", "node_class_name", "expire_after", "termination_grace_period", "consolidation_policy",
-                  "consolidate_after", "ami_family", "role", "instance_profile", "user_data",
-                  "instance_store_policy"}
-# Fields whose absence the API server refuses (the CRD's "required" lists).
-_REQUIRED = {
+# Fields without one (the name, nodeClassRef) must be in the manifest.
+NODEPOOL_DEFAULTS: dict[str, Any] = fieldtable.defaults(fieldtable.NODEPOOL_FIELDS)
+NODECLASS_DEFAULTS: dict[str, Any] = fieldtable.defaults(fieldtable.NODECLASS_FIELDS)
+_SPECS = {NODEPOOL_KIND: fieldtable.NODEPOOL, NODECLASS_KIND: fieldtable.NODECLASS}
+# Fields whose absence the API server refuses (the CRD's "required" lists): the parents of the table's
+# fields here, the fields themselves marked in the table.
+_REQUIRED_PARENTS: dict[str, dict[tuple[str, ...], str]] = {
     NODEPOOL_KIND: {("spec",): "spec is required", ("spec", "template"): "template is required",
-                    ("spec", "template", "spec"): "template spec is required",
-                    ("spec", "template", "spec", "requirements"): "requirements is required (use [] to allow any instance type)"},
-    NODECLASS_KIND: {("spec",): "spec is required",
-                     ("spec", "amiSelectorTerms"): "amiSelectorTerms is required",
-                     ("spec", "subnetSelectorTerms"): "subnetSelectorTerms is required",
-                     ("spec", "securityGroupSelectorTerms"): "securityGroupSelectorTerms is required"},
+                    ("spec", "template", "spec"): "template spec is required"},
+    NODECLASS_KIND: {("spec",): "spec is required"},
 }
+
+
+def _required(kind: str) -> dict[tuple[str, ...], str]:
+    required = dict(_REQUIRED_PARENTS[kind])
+    for spec in _SPECS[kind].values():
+        if spec.crd_required:
+            hint = f" ({spec.required_hint})" if spec.required_hint else ""
+            required[spec.path] = f"{spec.path[-1]} is required{hint}"
+    return required
+
+
+_REQUIRED = {kind: _required(kind) for kind in (NODEPOOL_KIND, NODECLASS_KIND)}
 # Fields of the Karpenter v1 schema (or of v1beta1, moved in v1) that Loadmaster does not store:
 # refused with a message that says so instead of a bare "unknown field".
 _NOT_SUPPORTED = "Karpenter v1 field that Loadmaster does not support yet; remove it to import"
@@ -143,15 +110,10 @@ def _get(doc: Mapping[str, Any], path: tuple[str, ...]) -> tuple[bool, Any, str 
 
 # --- export -----------------------------------------------------------------------------------------
 
-# Key order of list items in an export, as Karpenter's documentation writes them. PostgreSQL's jsonb
-# does not keep key order, so without this an export would read differently per database.
+# Key order of list items in an export, as Karpenter's documentation writes them (the table's item_keys).
+# PostgreSQL's jsonb does not keep key order, so without this an export would read differently per database.
 _ITEM_KEY_ORDER: dict[str, tuple[str, ...]] = {
-    "requirements": ("key", "operator", "values", "minValues"),
-    "taints": ("key", "value", "effect", "timeAdded"),
-    "startup_taints": ("key", "value", "effect", "timeAdded"),
-    "budgets": ("nodes", "schedule", "duration", "reasons"),
-    "block_device_mappings": ("deviceName", "rootVolume", "ebs"),
-}
+    spec.name: spec.item_keys for specs in _SPECS.values() for spec in specs.values() if spec.item_keys}
 
 
 def _ordered(field: str, value: Any) -> Any:
@@ -162,34 +124,29 @@ def _ordered(field: str, value: Any) -> Any:
             if isinstance(item, Mapping) else item for item in value]
 
 
-def nodepool_to_manifest(values: Mapping[str, Any]) -> dict[str, Any]:
-    doc: dict[str, Any] = {"apiVersion": NODEPOOL_API_VERSION, "kind": NODEPOOL_KIND, "metadata": {}, "spec": {}}
-    for field, path in NODEPOOL_PATHS.items():
-        value = values.get(field)
-        if field == "node_class_name":
-            _put(doc, path[:-1], {"group": NODECLASS_GROUP, "kind": NODECLASS_KIND, "name": value})
+def _to_manifest(kind: str, api_version: str, values: Mapping[str, Any]) -> dict[str, Any]:
+    doc: dict[str, Any] = {"apiVersion": api_version, "kind": kind, "metadata": {}, "spec": {}}
+    for spec in _SPECS[kind].values():
+        value = values.get(spec.name)
+        if spec.kind is fieldtable.Kind.REFERENCE:  # nodeClassRef: the reference's group and kind are fixed
+            _put(doc, spec.path[:-1], {"group": NODECLASS_GROUP, "kind": NODECLASS_KIND, "name": value})
             continue
-        # requirements is required by the CRD (may be empty); budgets: [] differs from no budgets.
-        if field in ("name", "requirements", "budgets"):
-            _put(doc, path, [] if value is None and field != "name" else _ordered(field, value))
+        if spec.export_empty:
+            _put(doc, spec.path, [] if value is None and spec.kind is not fieldtable.Kind.NAME
+                 else _ordered(spec.name, value))
             continue
         if value is None or value == "" or value == [] or value == {}:
             continue
-        _put(doc, path, _ordered(field, value))
+        _put(doc, spec.path, _ordered(spec.name, value))
     return doc
+
+
+def nodepool_to_manifest(values: Mapping[str, Any]) -> dict[str, Any]:
+    return _to_manifest(NODEPOOL_KIND, NODEPOOL_API_VERSION, values)
 
 
 def nodeclass_to_manifest(values: Mapping[str, Any]) -> dict[str, Any]:
-    doc: dict[str, Any] = {"apiVersion": NODECLASS_API_VERSION, "kind": NODECLASS_KIND, "metadata": {}, "spec": {}}
-    for field, path in NODECLASS_PATHS.items():
-        value = values.get(field)
-        if field in ("name", "ami_selector_terms", "subnet_selector_terms", "security_group_selector_terms"):
-            _put(doc, path, [] if value is None and field != "name" else value)
-            continue
-        if value is None or value == "" or value == [] or value == {}:
-            continue
-        _put(doc, path, _ordered(field, value))
-    return doc
+    return _to_manifest(NODECLASS_KIND, NODECLASS_API_VERSION, values)
 
 
 # --- YAML dialect -----------------------------------------------------------------------------------
@@ -242,7 +199,7 @@ _IGNORED_TOP = {"apiVersion", "kind", "status"}
 _IGNORED_METADATA = {"uid", "resourceVersion", "generation", "creationTimestamp", "managedFields",
                      "annotations", "labels", "finalizers", "namespace", "selfLink", "deletionTimestamp",
                      "deletionGracePeriodSeconds", "ownerReferences", "generateName"}
-_NODECLASS_REF = ("spec", "template", "spec", "nodeClassRef")
+_NODECLASS_REF = fieldtable.NODEPOOL["node_class_name"].path[:-1]  # ("spec", "template", "spec", "nodeClassRef")
 
 
 def _unknown_fields(doc: Mapping[str, Any], known: set[tuple[str, ...]], leaves: set[tuple[str, ...]]) -> list[str]:
@@ -315,8 +272,8 @@ def fields_from_manifest(doc: Mapping[str, Any]) -> tuple[dict[str, Any], list[t
     """
     kind = doc.get("kind")
     nodepool = kind == NODEPOOL_KIND
+    specs = _SPECS[NODEPOOL_KIND if nodepool else NODECLASS_KIND]
     paths = NODEPOOL_PATHS if nodepool else NODECLASS_PATHS
-    defaults = NODEPOOL_DEFAULTS if nodepool else NODECLASS_DEFAULTS
     problems: list[tuple[str, str]] = []
     values: dict[str, Any] = {}
 
@@ -326,29 +283,29 @@ def fields_from_manifest(doc: Mapping[str, Any]) -> tuple[dict[str, Any], list[t
         if not err and parent_ok and (not found or value is None):
             problems.append((".".join(path), message))
 
-    for field, path in paths.items():
-        if nodepool and field == "node_class_name":
+    for field, spec in specs.items():
+        if spec.kind is fieldtable.Kind.REFERENCE:
             values[field] = _node_class_ref(doc, problems)
             continue
-        found, value, err = _get(doc, path)
+        found, value, err = _get(doc, spec.path)
         if err:
             where, message = err.split(" ", 1)
             if (where, message) not in problems:
                 problems.append((where, message))
             continue
         if not found or value is None:
-            if field == "name":
-                problems.append(("metadata.name", "name is required"))
-            values[field] = copy.deepcopy(defaults.get(field))
+            if not spec.has_default:
+                problems.append((spec.yaml_path, f"{spec.path[-1]} is required"))
+            values[field] = spec.fresh_default() if spec.has_default else None
             continue
-        if field in _STRING_FIELDS and not isinstance(value, str):
-            problems.append((".".join(path), f"must be a string, got {brief(value)}"))
+        if spec.kind in fieldtable.STRING_KINDS and not isinstance(value, str):
+            problems.append((spec.yaml_path, f"must be a string, got {brief(value)}"))
             continue
         value = _integral_floats_to_ints(value)
-        if field == "weight":
-            if not isinstance(value, int) or isinstance(value, bool):
-                problems.append((".".join(path), f"must be an integer from 1 to 100, got {brief(value)}"))
-                continue
+        if spec.kind is fieldtable.Kind.INT and (not isinstance(value, int) or isinstance(value, bool)):
+            span = f" from {spec.int_range[0]} to {spec.int_range[1]}" if spec.int_range else ""
+            problems.append((spec.yaml_path, f"must be an integer{span}, got {brief(value)}"))
+            continue
         values[field] = copy.deepcopy(value)
 
     if nodepool:
@@ -371,8 +328,8 @@ def fields_from_manifest(doc: Mapping[str, Any]) -> tuple[dict[str, Any], list[t
         leaves.add(_NODECLASS_REF)
         extra = (_NODECLASS_REF,)
     hints = _KNOWN_ELSEWHERE[NODEPOOL_KIND if nodepool else NODECLASS_KIND]
-    for path in _unknown_fields(doc, _known_paths(paths, extra), leaves):
-        problems.append((path, hints.get(path, "unknown field (not in the Karpenter v1 schema)")))
+    for unknown in _unknown_fields(doc, _known_paths(paths, extra), leaves):
+        problems.append((unknown, hints.get(unknown, "unknown field (not in the Karpenter v1 schema)")))
     return values, problems
 
 

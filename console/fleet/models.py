@@ -18,6 +18,7 @@ from django.urls import reverse
 from django.utils import timezone
 
 from console.fleet import validation
+from packing.nodepool import CONSOLIDATE_AFTER_DEFAULT, CONSOLIDATION_POLICY_DEFAULT, EXPIRE_AFTER_DEFAULT
 
 
 def _raise_issues(issues: list[validation.FieldIssue], field_names: set[str]) -> None:
@@ -31,9 +32,10 @@ def _raise_issues(issues: list[validation.FieldIssue], field_names: set[str]) ->
 
 
 class NodePool(models.Model):
+    # The columns of the fields in fieldtable.NODEPOOL_FIELDS (tests/fleet/test_field_table.py checks they agree).
     POLICY_WHEN_EMPTY = "WhenEmpty"
     POLICY_WHEN_UNDERUTILIZED = "WhenEmptyOrUnderutilized"
-    POLICY_CHOICES = [(POLICY_WHEN_EMPTY, "WhenEmpty"), (POLICY_WHEN_UNDERUTILIZED, "WhenEmptyOrUnderutilized")]
+    POLICY_CHOICES = [(p, p) for p in validation.CONSOLIDATION_POLICIES]
 
     name = models.CharField(max_length=63, unique=True)
     template_labels = models.JSONField(default=dict, blank=True)
@@ -42,10 +44,11 @@ class NodePool(models.Model):
     startup_taints = models.JSONField(default=list, blank=True)
     requirements = models.JSONField(default=list, blank=True)
     node_class_name = models.CharField("nodeClassRef name", max_length=63, default="default")
-    expire_after = models.CharField(max_length=32, default="720h")
+    expire_after = models.CharField(max_length=32, default=EXPIRE_AFTER_DEFAULT)
     termination_grace_period = models.CharField(max_length=32, blank=True, default="")
-    consolidation_policy = models.CharField(max_length=32, choices=POLICY_CHOICES, default=POLICY_WHEN_UNDERUTILIZED)
-    consolidate_after = models.CharField(max_length=32, default="0s")
+    consolidation_policy = models.CharField(max_length=32, choices=POLICY_CHOICES,
+                                            default=CONSOLIDATION_POLICY_DEFAULT)
+    consolidate_after = models.CharField(max_length=32, default=CONSOLIDATE_AFTER_DEFAULT)
     budgets = models.JSONField(default=list, blank=True)
     limits = models.JSONField(default=dict, blank=True)
     weight = models.PositiveSmallIntegerField(null=True, blank=True)
@@ -72,6 +75,7 @@ class NodePool(models.Model):
 
 
 class EC2NodeClass(models.Model):
+    # The columns of the fields in fieldtable.NODECLASS_FIELDS.
     name = models.CharField(max_length=63, unique=True)
     ami_family = models.CharField(max_length=32, blank=True, default="")
     ami_selector_terms = models.JSONField(default=list, blank=True)

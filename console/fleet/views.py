@@ -15,7 +15,7 @@ from django.urls import reverse
 from django.views import View
 
 from console.access import require_operator
-from console.fleet import selectors, services
+from console.fleet import fieldtable, selectors, services
 from console.fleet.filters import (
     DecisionFilterSet,
     EC2NodeClassFilterSet,
@@ -62,6 +62,7 @@ def nodepool_detail(request: HttpRequest, name: str) -> HttpResponse:
     pool = get_object_or_404(NodePool, name=name)
     return render(request, "fleet/nodepool_detail.html", {
         "pool": pool,
+        "spec_rows": fieldtable.detail_rows(fieldtable.NODEPOOL_FIELDS, pool.field_values()),
         "usage": selectors.nodepool_usage(nodepool=pool),
         "manifest": services.karpenter_export([pool]),
         "nodeclaims": NodeClaim.objects.active().filter(nodepool_name=pool.name)[:100],

@@ -16,7 +16,7 @@ from typing import Any
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
-from console.fleet import manifests, selectors
+from console.fleet import fieldtable, selectors
 from console.fleet.models import ChangeRecord, Decision, EC2NodeClass, NodeClaim, NodePool
 
 # Fields a client may send back unchanged from a GET (they are ignored on write).
@@ -74,17 +74,47 @@ ObjectListField = _json_field("ObjectListField", {"type": "array", "items": {"ty
 ObjectField = _json_field("ObjectField", {"type": "object", "additionalProperties": True})
 
 
+# The API field of each JSON kind: its OpenAPI schema tells the Karpenter shape.
+_JSON_FIELDS: dict[fieldtable.Kind, type[serializers.JSONField]] = {
+    fieldtable.Kind.STRING_MAP: StringMapField, fieldtable.Kind.QUANTITY_MAP: QuantityMapField,
+    fieldtable.Kind.TAINTS: TaintListField, fieldtable.Kind.REQUIREMENTS: RequirementListField,
+    fieldtable.Kind.BUDGETS: BudgetListField, fieldtable.Kind.SELECTOR_TERMS: SelectorTermsField,
+    fieldtable.Kind.OBJECT_LIST: ObjectListField, fieldtable.Kind.OBJECT: ObjectField,
+}
+
+
+def table_field(spec: fieldtable.FieldSpec) -> serializers.Field | None:
+    """The API field of a table field; None: the one ModelSerializer builds from the column (strings, enums)."""
+    help_text = spec.api_help or spec.yaml_path
+    if spec.kind in _JSON_FIELDS:
+        return _JSON_FIELDS[spec.kind](required=False, help_text=help_text)
+    if spec.kind is fieldtable.Kind.INT:
+        return serializers.IntegerField(required=False, allow_null=True, help_text=help_text)
+    return None
+
+
+def api_field_names(fields: tuple[fieldtable.FieldSpec, ...]) -> list[str]:
+    return [spec.name for spec in fields if spec.in_api]
+
+
 class FleetObjectSerializer(serializers.ModelSerializer):
-    """Shared by NodePool and EC2NodeClass: strict input, revision check, immutable name."""
+    """Shared by NodePool and EC2NodeClass: fields from the field table, strict input, revision check,
+    immutable name."""
 
     revision = serializers.IntegerField(
         required=False, min_value=1,
         help_text="Bumped on every change. Send the revision you read with PUT/PATCH to refuse a "
                   "stale overwrite (409 if someone else changed the object since).")
 
-    # Model defaults overlaid with Karpenter's own defaults (what the API server would apply), so a
-    # minimal POST gives the same object as importing a minimal manifest.
-    karpenter_defaults: Mapping[str, Any] = {}
+    field_table: tuple[fieldtable.FieldSpec, ...] = ()
+
+    def get_fields(self) -> dict[str, serializers.Field]:
+        fields: dict[str, serializers.Field] = super().get_fields()
+        for spec in self.field_table:
+            field = table_field(spec) if spec.name in fields else None
+            if field is not None:
+                fields[spec.name] = field
+        return fields
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -115,6 +145,9 @@ class FleetObjectSerializer(serializers.ModelSerializer):
         expected_revision = data.pop("revision", None)
         if not replace:
             return data, expected_revision
+        # Karpenter's own defaults (what the API server would apply) over the model's, so a minimal POST
+        # gives the same object as importing a minimal manifest.
+        karpenter_defaults = fieldtable.defaults(self.field_table)
         values: dict[str, Any] = {}
         for model_field in self.Meta.model._meta.concrete_fields:
             name = model_field.name
@@ -122,8 +155,8 @@ class FleetObjectSerializer(serializers.ModelSerializer):
                 continue
             if name in data:
                 values[name] = data[name]
-            elif name in self.karpenter_defaults:
-                values[name] = _fresh(self.karpenter_defaults[name])
+            elif name in karpenter_defaults:
+                values[name] = _fresh(karpenter_defaults[name])
             elif model_field.has_default():
                 values[name] = model_field.get_default()
             elif self.instance is not None:
@@ -151,25 +184,12 @@ class PoolUsageSerializer(serializers.Serializer):
 class NodePoolSerializer(FleetObjectSerializer):
     """A karpenter.sh/v1 NodePool. JSON fields hold the values exactly as in the Karpenter YAML."""
 
-    template_labels = StringMapField(required=False, help_text="spec.template.metadata.labels")
-    template_annotations = StringMapField(required=False, help_text="spec.template.metadata.annotations")
-    taints = TaintListField(required=False, help_text="spec.template.spec.taints")
-    startup_taints = TaintListField(required=False, help_text="spec.template.spec.startupTaints")
-    requirements = RequirementListField(required=False, help_text="spec.template.spec.requirements")
-    budgets = BudgetListField(required=False, help_text="spec.disruption.budgets")
-    limits = QuantityMapField(required=False, help_text="spec.limits: cpu, memory, nodes, nvidia.com/gpu…")
-    weight = serializers.IntegerField(required=False, allow_null=True,
-                                      help_text="spec.weight, 1-100: pools with a higher weight are tried first.")
     usage = serializers.SerializerMethodField()
-    karpenter_defaults = manifests.NODEPOOL_DEFAULTS
+    field_table = fieldtable.NODEPOOL_FIELDS
 
     class Meta:
         model = NodePool
-        fields = [
-            "name", "template_labels", "template_annotations", "taints", "startup_taints", "requirements",
-            "node_class_name", "expire_after", "termination_grace_period", "consolidation_policy",
-            "consolidate_after", "budgets", "limits", "weight", "revision", "created_at", "updated_at", "usage",
-        ]
+        fields = [*api_field_names(fieldtable.NODEPOOL_FIELDS), "revision", "created_at", "updated_at", "usage"]
         read_only_fields = ["created_at", "updated_at", "usage"]
 
     @extend_schema_field(PoolUsageSerializer)
@@ -184,22 +204,11 @@ class NodePoolSerializer(FleetObjectSerializer):
 class EC2NodeClassSerializer(FleetObjectSerializer):
     """A karpenter.k8s.aws/v1 EC2NodeClass. JSON fields hold the values exactly as in the Karpenter YAML."""
 
-    ami_selector_terms = SelectorTermsField(required=False, help_text="spec.amiSelectorTerms")
-    subnet_selector_terms = SelectorTermsField(required=False, help_text="spec.subnetSelectorTerms")
-    security_group_selector_terms = SelectorTermsField(required=False, help_text="spec.securityGroupSelectorTerms")
-    tags = StringMapField(required=False, help_text="spec.tags")
-    block_device_mappings = ObjectListField(required=False, help_text="spec.blockDeviceMappings")
-    kubelet = ObjectField(required=False, help_text="spec.kubelet")
-    metadata_options = ObjectField(required=False, help_text="spec.metadataOptions")
-    karpenter_defaults = manifests.NODECLASS_DEFAULTS
+    field_table = fieldtable.NODECLASS_FIELDS
 
     class Meta:
         model = EC2NodeClass
-        fields = [
-            "name", "ami_family", "ami_selector_terms", "subnet_selector_terms", "security_group_selector_terms",
-            "role", "instance_profile", "tags", "block_device_mappings", "kubelet", "metadata_options",
-            "user_data", "revision", "created_at", "updated_at",
-        ]
+        fields = [*api_field_names(fieldtable.NODECLASS_FIELDS), "revision", "created_at", "updated_at"]
         read_only_fields = ["created_at", "updated_at"]
 
 
