@@ -12,6 +12,9 @@ The Scheduler is given a compact but equivalent picture of the cluster: a runnin
 see (no host ports, no anti-affinity of its own, matched by no pod's spread or (anti-)affinity selector) affects
 scheduling only through the room it takes, so it is folded into its node's allocatable instead of being listed.
 On a thousand-node cluster that turns each what-if from re-adding every running pod into one pass over the nodes.
+
+(Above 700 lines on purpose: ClusterSim's placements, its free-room and first-fit matrices and their incremental
+updates change together in apply(); split apart, each piece would have to reach into the others' internals.)
 """
 
 from __future__ import annotations
