@@ -7,26 +7,34 @@ Every what-if runs through the provisioning engine's Scheduler (packing.scheduli
 
 from __future__ import annotations
 
-from packing.disruption.engine import MinSavings, consolidate, parse_time
+from packing.disruption.engine import consolidate
+from packing.disruption.formatting import parse_time
 from packing.disruption.model import (
     Action,
+    BlockedBy,
     Budget,
+    CheapestOption,
     Cluster,
     DisruptionSettings,
+    MinSavings,
     NodeInfo,
     NotDisrupted,
+    NotDisruptedCategory,
     PodMeta,
     Report,
 )
 
 __all__ = [
     "Action",
+    "BlockedBy",
     "Budget",
+    "CheapestOption",
     "Cluster",
     "DisruptionSettings",
     "MinSavings",
     "NodeInfo",
     "NotDisrupted",
+    "NotDisruptedCategory",
     "PodMeta",
     "Report",
     "consolidate",

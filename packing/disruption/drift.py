@@ -4,17 +4,25 @@ A node is drifted when its labels (completed with its instance type's catalog la
 no longer satisfy the pool's requirements, when it lacks a label the pool's template sets or carries another
 value, when its taints differ from the template's (startup taints and the taints Kubernetes and Karpenter manage
 themselves aside), or when its instance type has left the catalog.
+
+The Drift method replaces drifted nodes one at a time, the empty ones first, then the oldest, within each pool's
+Drifted budget.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from datetime import UTC, datetime
 
+from packing.disruption.model import NotDisruptedCategory
+from packing.disruption.refusals import Refusal
+from packing.disruption.replacement import replace_or_delete
+from packing.disruption.state import RunState
 from packing.instancetype import InstanceType
 from packing.nodepool import INSTANCE_TYPE_LABEL, NodePool
 from packing.taints import Taint
 
-__all__ = ["drift_reason"]
+__all__ = ["Drift", "drift_reason"]
 
 # taints the node's lifecycle adds and removes (not-ready, unschedulable, Karpenter's disrupted marker): not drift
 _MANAGED_TAINT_PREFIXES = ("node.kubernetes.io/", "node.cloudprovider.kubernetes.io/", "karpenter.sh/")
@@ -61,3 +69,48 @@ def drift_reason(
             parts.append(f"extra {', '.join(extra)}")
         return f"taints differ from the nodepool template ({'; '.join(parts)})"
     return None
+
+
+class Drift:
+    name = "drift"
+    chains = False
+    waits_for_chain = False
+
+    def __init__(self, run: RunState) -> None:
+        self.run = run
+        self.failed: dict[str, int] = {}  # node -> epoch its move failed at
+        # node -> why it drifted: a node's labels, taints and pool do not change during a run, so found once
+        self._drifted: dict[str, str] | None = None
+
+    def _find_drifted(self) -> dict[str, str]:
+        run = self.run
+        out = {}
+        for n in run.candidates():
+            pool = run.pools.get(run.info[n].nodepool or "")
+            if pool is None:
+                continue
+            spec = run.info[n].spec
+            r = drift_reason(spec.labels, spec.taints, pool, run.catalog)
+            if r is not None:
+                out[n] = r
+        return out
+
+    def act(self) -> bool:
+        run = self.run
+        if self._drifted is None:
+            self._drifted = self._find_drifted()
+        drifted: list[tuple[bool, datetime, str, str]] = []
+        for n, r in self._drifted.items():
+            if n in run.disrupted or n not in run.sim.specs or run.hard_reason(n):
+                continue
+            created = run.info[n].created or datetime.min.replace(tzinfo=UTC)
+            drifted.append((bool(run.pods(n)), created, n, r))
+        drifted.sort()  # empty drifted nodes first, then the oldest
+        for _, _, n, r in drifted:
+            room, text = run.budget_room(run.info[n].nodepool or "", "drifted")
+            if room is not None and room <= 0:
+                run.spared.found_but(n, Refusal(f"drifted ({r}), but {text}", NotDisruptedCategory.BUDGET))
+                continue
+            if replace_or_delete(run, self.failed, n, "drifted", self.name, f"drifted: {r}"):
+                return True
+        return False

@@ -7,11 +7,14 @@ each NodePool's disruption settings. Those live here, beside the engine's object
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
+from enum import StrEnum
 from typing import Any
 
+from packing.disruption.formatting import money
 from packing.instancetype import InstanceType
 from packing.nodepool import DaemonSet, ExistingNodeSpec, NodePool, PodDisruptionBudget
 from packing.pods import Pod
@@ -19,12 +22,17 @@ from packing.pods import Pod
 __all__ = [
     "BLOCKED_BY",
     "DO_NOT_DISRUPT",
+    "EPS",
     "Action",
+    "BlockedBy",
     "Budget",
+    "CheapestOption",
     "Cluster",
     "DisruptionSettings",
+    "MinSavings",
     "NodeInfo",
     "NotDisrupted",
+    "NotDisruptedCategory",
     "PodMeta",
     "Report",
 ]
@@ -41,6 +49,35 @@ DEFAULT_EXPIRE_AFTER = timedelta(hours=720)
 
 # The disruption reasons as budgets name them, keyed by the action's reason.
 BUDGET_REASONS = {"empty": "Empty", "underutilized": "Underutilized", "drifted": "Drifted"}
+
+EPS = 1e-9  # dollars per hour: how close two prices may be and still count as equal
+
+
+@dataclass(frozen=True)
+class MinSavings:
+    """--min-savings: dollars per hour ("0.05", "$0.05") or a percent of the disrupted nodes' cost ("5%")."""
+
+    dollars: float | None = None
+    percent: float | None = None
+
+    @classmethod
+    def parse(cls, text: str) -> MinSavings:
+        t = text.strip()
+        m = re.fullmatch(r"([0-9]*\.?[0-9]+)\s*%", t)
+        if m:
+            return cls(percent=float(m.group(1)))
+        m = re.fullmatch(r"\$?([0-9]*\.?[0-9]+)(?:/h)?", t)
+        if m:
+            return cls(dollars=float(m.group(1)))
+        raise ValueError(f"invalid --min-savings {text!r}: use dollars per hour (0.05) or a percent (5%)")
+
+    def allows(self, savings: float, cost: float) -> bool:
+        if self.dollars is not None and savings + EPS < self.dollars:
+            return False
+        return not (self.percent is not None and savings + EPS < cost * self.percent / 100)
+
+    def __str__(self) -> str:
+        return f"{self.percent:g}%" if self.percent is not None else money(self.dollars or 0.0)
 
 
 @dataclass(frozen=True)
@@ -128,21 +165,88 @@ class Action:
     method: str = ""
 
 
-# The kinds of rule that can forbid a move that would otherwise be judged on its money (NotDisrupted.blocked_by)
-BLOCKED_BY = ("pdb", "do-not-disrupt", "budget")
+class BlockedBy(StrEnum):
+    """The kinds of rule that can forbid a move that would otherwise be judged on its money."""
+
+    PDB = "pdb"
+    DO_NOT_DISRUPT = "do-not-disrupt"
+    BUDGET = "budget"
+
+
+BLOCKED_BY = tuple(BlockedBy)
+
+
+class NotDisruptedCategory(StrEnum):
+    """Why the engine did not disrupt a node, as a closed set (NotDisrupted.text says it in words)."""
+
+    # a rule forbids the move (NotDisrupted.blocked_by names the rule)
+    PDB = "pdb"  # a PodDisruptionBudget allows no eviction of one of its pods (or several cover one pod)
+    DO_NOT_DISRUPT = "do-not-disrupt"  # the node or one of its pods carries karpenter.sh/do-not-disrupt
+    BUDGET = "budget"  # its NodePool's disruption budget allows no more disruptions now
+    # the node is not a candidate
+    NOT_MANAGED = "not-managed"  # no karpenter.sh/nodepool label
+    NODEPOOL_NOT_FOUND = "nodepool-not-found"
+    NOT_INITIALIZED = "not-initialized"
+    BEING_DISRUPTED = "being-disrupted"  # deleting, or already tainted by Karpenter
+    LAUNCHED_BY_ACTION = "launched-by-action"  # a replacement an earlier action of the list launches
+    PRICE_UNKNOWN = "price-unknown"  # no offering of the catalog prices it: no saving can be weighed
+    # its NodePool's consolidation settings leave it alone
+    CONSOLIDATE_AFTER = "consolidate-after"  # consolidateAfter Never, or not passed since the last pod change
+    WHEN_EMPTY = "when-empty"  # consolidationPolicy WhenEmpty and pods run on it
+    # the move was looked for and refused
+    PENDING_POD_BOUND = "pending-pod-bound"  # an empty node a pending pod would schedule on
+    PODS_DO_NOT_FIT = "pods-do-not-fit"  # some pod finds no place on the other nodes (and a new node)
+    NEEDS_SEVERAL_NODES = "needs-several-nodes"  # consolidation launches at most one
+    NO_LAUNCHABLE_TYPE = "no-launchable-type"  # no nodepool can launch any instance type of the catalog
+    NO_CHEAPER_REPLACEMENT = "no-cheaper-replacement"  # NotDisrupted.cheapest_replacement: the cheapest that fits
+    SPOT_TO_SPOT = "spot-to-spot"  # Karpenter's limits on replacing spot with spot
+    NO_SAVING = "no-saving"  # the pods would cost as much elsewhere
+    BELOW_MIN_SAVINGS = "below-min-savings"  # the move saves less than --min-savings
+    NO_CHEAPER_ARRANGEMENT = "no-cheaper-arrangement"  # no method found a move that saves
+    NOT_EVALUATED = "not-evaluated"  # the simulation limit was reached first
+    OTHER = "other"  # a record built outside the engine without a category (the engine always gives one)
+
+    @property
+    def blocked_by(self) -> BlockedBy | None:
+        """The rule behind the category, for the three a rule decides (None for the others)."""
+        return _RULES.get(self)
+
+
+_RULES = {
+    NotDisruptedCategory.PDB: BlockedBy.PDB,
+    NotDisruptedCategory.DO_NOT_DISRUPT: BlockedBy.DO_NOT_DISRUPT,
+    NotDisruptedCategory.BUDGET: BlockedBy.BUDGET,
+}
+
+
+@dataclass(frozen=True)
+class CheapestOption:
+    """The cheapest launch that would hold a node's pods (for a node no cheaper replacement exists for)."""
+
+    instance_type: str
+    capacity_type: str
+    price_per_hour: float
 
 
 @dataclass
 class NotDisrupted:
     node: str
-    reason: str
-    # "pdb", "do-not-disrupt" or "budget" when a rule spares the node; None when it is spared for any other reason
-    # (no cheaper arrangement, consolidateAfter, not a candidate...)
-    blocked_by: str | None = None
+    text: str  # why, in words (the JSON's "reason")
+    # the rule that spares the node (a PDB, do-not-disrupt or a budget); None when it is spared for any other
+    # reason (no cheaper arrangement, consolidateAfter, not a candidate...)
+    blocked_by: BlockedBy | None = None
     # for a blocked node: what consolidating it would save per hour if the block were lifted, judged as single-node
     # consolidation judges a move, in the cluster as the action list leaves it; None when no saving move exists or
     # it could not be evaluated (the simulation limit)
     savings_per_hour: float | None = None
+    category: NotDisruptedCategory = NotDisruptedCategory.OTHER
+    # set with NO_CHEAPER_REPLACEMENT: the cheapest launch that would hold the pods, which costs at least the node
+    cheapest_replacement: CheapestOption | None = None
+
+    @property
+    def reason(self) -> str:
+        """The text under its JSON name."""
+        return self.text
 
 
 @dataclass

@@ -12,6 +12,9 @@ The Scheduler is given a compact but equivalent picture of the cluster: a runnin
 see (no host ports, no anti-affinity of its own, matched by no pod's spread or (anti-)affinity selector) affects
 scheduling only through the room it takes, so it is folded into its node's allocatable instead of being listed.
 On a thousand-node cluster that turns each what-if from re-adding every running pod into one pass over the nodes.
+
+(Above 700 lines on purpose: ClusterSim's placements, its free-room and first-fit matrices and their incremental
+updates change together in apply(); split apart, each piece would have to reach into the others' internals.)
 """
 
 from __future__ import annotations
@@ -25,6 +28,8 @@ from dataclasses import dataclass, field
 import numpy as np
 import numpy.typing as npt
 
+from packing.disruption.model import NotDisruptedCategory
+from packing.disruption.refusals import Refusal
 from packing.nodepool import (
     CAPACITY_TYPE_LABEL,
     HOSTNAME_LABEL,
@@ -69,7 +74,7 @@ class WhatIf:
     # the pods that move, as they run now (the Scheduler plans the pods it is given wherever they run: it reads
     # node_name only of the running pods it is shown)
     evicted: list[Pod]
-    failure: str = ""  # why not every evicted pod found a place ("" when all did)
+    failure: Refusal | None = None  # why the move cannot be made (None when every pod found a place)
     claims: list[PlannedNodeClaim] = field(default_factory=list)  # new nodeclaims holding evicted pods
     extra_cost: float = 0.0  # $/h of the new nodeclaims the move launches
     targets: dict[str, str] = field(default_factory=dict)  # evicted pod key -> existing node
@@ -78,7 +83,7 @@ class WhatIf:
 
     @property
     def ok(self) -> bool:
-        return not self.failure
+        return self.failure is None
 
 
 class ClusterSim:
@@ -632,9 +637,10 @@ class ClusterSim:
                 reasons = res.unschedulable[key]
                 detail = "; ".join(f"nodepool {np_}: {r}" if np_ else r for np_, r in reasons[:2]) or "no place"
                 if who == "pod":
-                    wi.failure = f"pod {key} would not fit elsewhere ({detail})"
+                    text = f"pod {key} would not fit elsewhere ({detail})"
                 else:
-                    wi.failure = f"pending pod {key} would schedule on it and would not fit elsewhere ({detail})"
+                    text = f"pending pod {key} would schedule on it and would not fit elsewhere ({detail})"
+                wi.failure = Refusal(text, NotDisruptedCategory.PODS_DO_NOT_FIT)
                 return wi
         for e in res.existing:
             for p in e.pods:
