@@ -15,8 +15,18 @@ from enum import StrEnum
 from typing import Any
 
 from packing.disruption.formatting import money
+from packing.durations import parse_duration
 from packing.instancetype import InstanceType
-from packing.nodepool import DaemonSet, ExistingNodeSpec, NodePool, PodDisruptionBudget
+from packing.nodepool import (
+    BUDGET_NODES_DEFAULT,
+    CONSOLIDATE_AFTER_DEFAULT,
+    CONSOLIDATION_POLICY_DEFAULT,
+    EXPIRE_AFTER_DEFAULT,
+    DaemonSet,
+    ExistingNodeSpec,
+    NodePool,
+    PodDisruptionBudget,
+)
 from packing.pods import Pod
 
 __all__ = [
@@ -44,8 +54,10 @@ MIRROR_ANNOTATION = "kubernetes.io/config.mirror"
 DELETION_COST = "controller.kubernetes.io/pod-deletion-cost"
 
 # Karpenter v1's defaults for a NodePool that leaves spec.disruption or expireAfter out
-DEFAULT_POLICY = "WhenEmptyOrUnderutilized"
-DEFAULT_EXPIRE_AFTER = timedelta(hours=720)
+# The CRD defaults are written once, in packing/nodepool.py (the console's field table reads them too).
+DEFAULT_POLICY = CONSOLIDATION_POLICY_DEFAULT
+DEFAULT_EXPIRE_AFTER = parse_duration(EXPIRE_AFTER_DEFAULT)
+DEFAULT_CONSOLIDATE_AFTER = parse_duration(CONSOLIDATE_AFTER_DEFAULT)
 
 # The disruption reasons as budgets name them, keyed by the action's reason.
 BUDGET_REASONS = {"empty": "Empty", "underutilized": "Underutilized", "drifted": "Drifted"}
@@ -84,7 +96,7 @@ class MinSavings:
 class Budget:
     """One entry of spec.disruption.budgets, kept as written; budgets.py decides what it allows and when."""
 
-    nodes: str = "10%"
+    nodes: str = BUDGET_NODES_DEFAULT
     schedule: str | None = None
     duration: str | None = None
     reasons: tuple[str, ...] | None = None  # None: applies to every reason
@@ -95,7 +107,7 @@ class Budget:
 @dataclass(frozen=True)
 class DisruptionSettings:
     policy: str = DEFAULT_POLICY
-    consolidate_after: timedelta | None = timedelta(0)  # None: Never
+    consolidate_after: timedelta | None = DEFAULT_CONSOLIDATE_AFTER  # None: Never
     expire_after: timedelta | None = DEFAULT_EXPIRE_AFTER  # None: Never
     budgets: tuple[Budget, ...] = (Budget(),)
 

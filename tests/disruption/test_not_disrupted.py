@@ -26,9 +26,11 @@ from packing.disruption.model import DO_NOT_DISRUPT
 from packing.disruption.output import render_json
 from packing.disruption.state import Fact, NodeFacts, RunState
 from packing.requirements import Requirement
-from tests.disruption.helpers import AT, CT, catalog, cluster, node, pdb, pod, pool
-from tests.disruption.helpers import settings as pool_settings
 from tests.disruption.test_properties import clusters
+from tests.engine_builders import AT, CT, bound_pod, cluster, node, pdb
+from tests.engine_builders import disruption_settings as pool_settings
+from tests.engine_builders import mixed_capacity_pool as pool
+from tests.engine_builders import small_catalog as catalog
 
 Category = NotDisruptedCategory
 CAT = {it.name: it for it in catalog()}
@@ -93,7 +95,7 @@ def test_every_category_is_described() -> None:
 
 def test_no_cheaper_replacement_carries_the_cheapest_option() -> None:
     p = pool("default", Requirement.new(CT, "In", ["on-demand"]))
-    x = spared(consolidate(cluster([node("n1", C2)], [pod("a", "n1", "1500m", "3Gi")], pools=[p]), AT))["n1"]
+    x = spared(consolidate(cluster([node("n1", C2)], [bound_pod("a", "n1", "1500m", "3Gi")], pools=[p]), AT))["n1"]
     assert x.category is Category.NO_CHEAPER_REPLACEMENT and x.blocked_by is None
     assert x.cheapest_replacement is not None
     assert (x.cheapest_replacement.instance_type, x.cheapest_replacement.capacity_type) == ("c-2x", "on-demand")
@@ -103,7 +105,7 @@ def test_no_cheaper_replacement_carries_the_cheapest_option() -> None:
 
 
 def test_rules_and_settings_have_their_categories() -> None:
-    pods = [pod("web-1", "n1", "1", labels={"app": "web"}), pod("x", "n2", "1"), pod("y", "n3", "1")]
+    pods = [bound_pod("web-1", "n1", "1", labels={"app": "web"}), bound_pod("x", "n2", "1"), bound_pod("y", "n3", "1")]
     nodes = [node("n1", M4), node("n2", M4, annotations={DO_NOT_DISRUPT: "true"}), node("n3", M4, pool_name=None)]
     r = spared(consolidate(cluster(nodes, pods, pdbs=[pdb("web", min_available="1", app="web")]), AT))
     assert (r["n1"].category, r["n1"].blocked_by) == (Category.PDB, BlockedBy.PDB)
@@ -119,7 +121,7 @@ def test_rules_and_settings_have_their_categories() -> None:
 
 def test_budget_and_min_savings_categories() -> None:
     nodes = [node("n1", M4), node("n2", M4)]
-    pods = [pod("a", "n1", "1"), pod("b", "n2", "2")]
+    pods = [bound_pod("a", "n1", "1"), bound_pod("b", "n2", "2")]
     r = spared(consolidate(cluster(nodes, pods), AT, min_savings=MinSavings.parse("$0.5/h")))
     assert Category.BELOW_MIN_SAVINGS in {x.category for x in r.values()}
     zero = {"default": pool_settings(Budget(nodes="0"))}
@@ -128,7 +130,7 @@ def test_budget_and_min_savings_categories() -> None:
 
 
 def test_the_json_is_unchanged() -> None:
-    pods = [pod("web-1", "n1", "1", labels={"app": "web"})]
+    pods = [bound_pod("web-1", "n1", "1", labels={"app": "web"})]
     r = consolidate(cluster([node("n1", M4)], pods, pdbs=[pdb("web", min_available="1", app="web")]), AT)
     text = json.dumps(render_json(r)["not_disrupted"])
     saving = r.not_disrupted[0].savings_per_hour
