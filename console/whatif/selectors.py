@@ -138,14 +138,14 @@ def preview_nodepool_change(*, values: Mapping[str, Any], name: str | None = Non
     """
     before = world or live_world(cluster=cluster, now=now)
     if kind == "nodeclass":
-        base = next((c for c in before.classes if c.name == (name or values.get("name"))), None)
-        edited = edited_instance(EC2NodeClass, values, base)
+        saved_class = next((c for c in before.classes if c.name == (name or values.get("name"))), None)
+        edited = edited_instance(EC2NodeClass, values, saved_class)
         after = before.replaced(nodeclass=edited)
         if name and edited.name != name:
             after.classes = [c for c in after.classes if c.name != name]
     else:
-        base = next((p for p in before.pools if p.name == (name or values.get("name"))), None)
-        edited = edited_instance(NodePool, values, base)
+        saved_pool = next((p for p in before.pools if p.name == (name or values.get("name"))), None)
+        edited = edited_instance(NodePool, values, saved_pool)
         after = before.replaced(pool=edited)
         if name and edited.name != name:
             after.pools = [p for p in after.pools if p.name != name]
@@ -300,7 +300,7 @@ def why_node(name: str, *, cluster: ClusterBackend | None = None, now: datetime 
 
 def _deleted_pool_claim(node: str, world: World) -> NodeClaim | None:
     """The node's live NodeClaim when its NodePool no longer exists (deleted since the launch)."""
-    claim = NodeClaim.objects.active().filter(node_name=node).exclude(nodepool_name="").first()
+    claim: NodeClaim | None = NodeClaim.objects.active().filter(node_name=node).exclude(nodepool_name="").first()
     if claim is None or claim.nodepool_name in {p.name for p in world.pools}:
         return None
     return claim

@@ -19,6 +19,8 @@ from console.fleet.models import NodePool
 from console.whatif.world import Doc, World, edited_instance, object_key, run_plan
 from packing import api
 
+PoolValues = dict[str, Any]  # a NodePool row's field values, as the edit form holds them
+
 _TAINT = re.compile(r"taint (?P<key>[^=:\s]+)(?:=(?P<value>[^:\s]*))?:(?P<effect>\w+) not tolerated")
 _LIMIT = re.compile(r"limit (?P<res>[\w./-]+)=(?P<limit>\S+) would be exceeded \(in use (?P<used>\S+)\)")
 
@@ -49,10 +51,32 @@ def _with_pod(world: World, key: str, change: Callable[[Doc], None]) -> World:
     return world.replaced(workload=workload)
 
 
-def _with_pool(world: World, pool: NodePool, change: Callable[[dict[str, Any]], None]) -> World:
+def _with_pool(world: World, pool: NodePool, change: Callable[[PoolValues], None]) -> World:
     values = copy.deepcopy(pool.field_values())
     change(values)
     return world.replaced(pool=edited_instance(NodePool, values, None))
+
+
+def _pool_change(pool: NodePool, change: Callable[[PoolValues], None]) -> Callable[[World], World]:
+    return lambda w: _with_pool(w, pool, change)
+
+
+def _allow_value(i: int, value: str) -> Callable[[PoolValues], None]:
+    def change(v: PoolValues) -> None:
+        v["requirements"][i]["values"] = [*v["requirements"][i]["values"], value]
+    return change
+
+
+def _stop_excluding(i: int, value: str) -> Callable[[PoolValues], None]:
+    def change(v: PoolValues) -> None:
+        v["requirements"][i]["values"] = [x for x in v["requirements"][i]["values"] if x != value] or ["__none__"]
+    return change
+
+
+def _drop_requirement(i: int) -> Callable[[PoolValues], None]:
+    def change(v: PoolValues) -> None:
+        v["requirements"].pop(i)
+    return change
 
 
 def _pod_wants(pod: Doc) -> dict[str, set[str]]:
@@ -107,20 +131,16 @@ def candidates(world: World, pod: Doc, key: str, pool: NodePool, reason: str) ->
         if rkey in wants and op == "In" and not wants[rkey] & set(vals):
             value = sorted(wants[rkey])[0]
             label = rkey.split("/")[-1] if rkey.startswith("karpenter.k8s.aws/") else rkey
-            out.append(Candidate(f"allow {label} {value} in pool {pool.name}", lambda w, i=i, value=value: _with_pool(
-                w, pool, lambda v: v["requirements"][i].__setitem__("values", [*v["requirements"][i]["values"], value])),
-                "allow"))
+            out.append(Candidate(f"allow {label} {value} in pool {pool.name}",
+                                 _pool_change(pool, _allow_value(i, value)), "allow"))
         elif rkey in wants and op == "NotIn" and wants[rkey] & set(vals):
             bad = sorted(wants[rkey] & set(vals))[0]
-            out.append(Candidate(f"stop excluding {rkey} {bad} in pool {pool.name}", lambda w, i=i, bad=bad: _with_pool(
-                w, pool, lambda v: v["requirements"][i].__setitem__(
-                    "values", [x for x in v["requirements"][i]["values"] if x != bad] or ["__none__"])),
-                "stop-excluding"))
+            out.append(Candidate(f"stop excluding {rkey} {bad} in pool {pool.name}",
+                                 _pool_change(pool, _stop_excluding(i, bad)), "stop-excluding"))
     # Fallback: drop one requirement of the pool at a time (verified like the rest).
     for i, req in enumerate(pool.requirements or []):
         out.append(Candidate(f"remove requirement {req.get('key')} {req.get('operator')} from pool {pool.name}",
-                             lambda w, i=i: _with_pool(w, pool, lambda v: v["requirements"].pop(i)),
-                             "remove-requirement"))
+                             _pool_change(pool, _drop_requirement(i)), "remove-requirement"))
     return out
 
 
