@@ -14,7 +14,8 @@ another run its own lists over the same parsed objects (a run expands workloads 
 Planning: `plan` (a Scheduler over the inputs; `existing_nodes` and `Scheduler` for callers that vary the
 NodePools), `lower_bound` and `launch_lower_bound` (what no plan can go below), `explain_pod`.
 Consolidation: `build_cluster`, `consolidate`, `explain_node`.
-Catalog: `resolve_catalog` / `builtin_catalog` for a run, `load_builtin` for the bundled or cached data.
+Catalog: `resolve_catalog` / `builtin_catalog` for a run, `load_builtin` for the bundled or cached data,
+`refresh_catalog` to pull live data into that cache.
 
 Results are the engine's typed dataclasses. JSON is made only where it is printed or stored: `plan_json` and
 `report_json` are the CLIs' documents (and what the console stores in a snapshot replay).
@@ -30,7 +31,15 @@ from dataclasses import dataclass
 from typing import Any
 
 from packing.bound import lower_bound
-from packing.catalog import CatalogError, PriceOverride, live, load_builtin
+from packing.catalog import (
+    CatalogError,
+    KubeletError,
+    PriceOverride,
+    PricingError,
+    catalog_info,
+    live,
+    load_builtin,
+)
 from packing.disruption import Action, Cluster, MinSavings, NotDisrupted, Report, consolidate, parse_time
 from packing.disruption.inputs import Extras, build_cluster, parse_texts, read_extras, read_files
 from packing.disruption.output import action_json, not_disrupted_json
@@ -70,18 +79,20 @@ __all__ = [
     "InputError",
     "Inputs",
     "InstanceType",
+    "KubeletError",
     "MinSavings",
     "NodeExplanation",
     "NodePool",
     "NotDisrupted",
     "Offering",
+    "OnRefused",
+    "PlannedNodeClaim",
     "Pod",
     "PodExplanation",
-    "PlannedNodeClaim",
     "PriceOverride",
+    "PricingError",
     "QuantityError",
     "RefreshReport",
-    "Refused",
     "Report",
     "Resources",
     "Results",
@@ -90,6 +101,7 @@ __all__ = [
     "add_objects",
     "build_cluster",
     "builtin_catalog",
+    "catalog_info",
     "check_object",
     "consolidate",
     "existing_nodes",
@@ -141,7 +153,7 @@ def refresh_catalog(
 # ---------------------------------------------------------------- objects of a live cluster
 
 # Told about each object add_objects leaves out, with why: the object and the exception.
-Refused = Callable[[Mapping[str, Any], Exception], None]
+OnRefused = Callable[[Mapping[str, Any], Exception], None]
 
 
 def add_objects(
@@ -149,7 +161,7 @@ def add_objects(
     inputs: Inputs,
     extras: Extras | None = None,
     *,
-    on_refused: Refused | None = None,
+    on_refused: OnRefused | None = None,
 ) -> None:
     """Objects of a live cluster (pods, nodes, PDBs, DaemonSets, NodePools, NodeClasses, NodeClaims) into
     `inputs`, and into `extras` when given.
@@ -219,7 +231,9 @@ def explain_pod(results: Results, pod: str) -> PodExplanation:
     reasons = results.unschedulable.get(pod)
     placed: PlannedNodeClaim | ExistingPlacement | None = next(
         (c for c in results.nodeclaims if any(p.key == pod for p in c.pods)), None
-    ) or next((e for e in results.existing if any(p.key == pod for p in e.pods)), None)
+    )
+    if placed is None:
+        placed = next((e for e in results.existing if any(p.key == pod for p in e.pods)), None)
     return PodExplanation(pod, reasons is not None, placed, list(reasons or []))
 
 
@@ -235,6 +249,8 @@ class NodeExplanation:
 
 
 def explain_node(report: Report, node: str) -> NodeExplanation:
+    """The action of `report` that disrupts `node` (the first: a node is in one action at most), else why the
+    run spares it."""
     for order, action in enumerate(report.actions, 1):
         if node in action.nodes:
             return NodeExplanation(node, order, action)
