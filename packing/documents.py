@@ -92,12 +92,14 @@ def kubernetes_objects(text: str, filename: str) -> Iterator[tuple[str, str, Map
             yield where, prefix, item
 
 
-def object_label(item: Mapping[str, Any]) -> str:
-    """' (Kind name)' for error messages, each part cut to 60 characters."""
+def object_label(item: Mapping[str, Any], limit: int | None = 60) -> str:
+    """' (Kind name)' for error messages, each part cut to `limit` characters (None: not cut)."""
     meta = item.get("metadata")
     name = meta.get("name") if isinstance(meta, Mapping) else None
-    kind = cut(str(item.get("kind")), 60)
-    return f" ({kind} {cut(str(name), 60)})" if name else f" ({kind})"
+    kind, named = str(item.get("kind")), str(name)
+    if limit is not None:
+        kind, named = cut(kind, limit), cut(named, limit)
+    return f" ({kind} {named})" if name else f" ({kind})"
 
 
 def read_text(path: str, max_bytes: int | None = None, *, limit: int | None = None) -> str:

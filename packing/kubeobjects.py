@@ -360,7 +360,8 @@ def parse_documents(text: str, filename: str, out: Inputs, *, also: ObjectReader
             try:
                 also(item, prefix)
             except FieldError as e:
-                deferred = InputError(f"{where}{label}: {e.path}: {e.message}")
+                # the kind and name uncut, as the consolidate CLI has always printed these lines
+                deferred = InputError(f"{where}{object_label(item, None)}: {e.path}: {e.message}")
     if deferred is not None:
         raise deferred
 
