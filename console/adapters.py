@@ -1,45 +1,89 @@
-"""The one place where Django rows become `packing` objects (the engine never imports Django)."""
+"""The one place where Django rows and live Kubernetes objects become engine inputs (the engine never imports
+Django): objects → `packing.api.Inputs` / `Extras` (read_objects) and NodePools, NodeClasses and the catalog
+→ the engine's catalog (engine_catalog). The loops, the what-if pages and the dashboards all come through here,
+so they read the cluster exactly as `python -m packing plan/consolidate` read an export of it."""
 
 from __future__ import annotations
 
 import dataclasses
 import json
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from functools import lru_cache
 from typing import Any
 
-from packing import kubeobjects
-from packing.catalog import PriceOverride, load_builtin
-from packing.instancetype import InstanceType
-from packing.kubeobjects import Inputs
+from django.conf import settings
+
+from console.catalog.models import PriceOverrideRule
+from console.fleet import manifests
+from packing import api
 
 log = logging.getLogger(__name__)
 
+# (instance type, zone, capacity type) of an offering that recently failed to launch
+OfferingKey = tuple[str, str, str]
 
-def price_overrides() -> list[PriceOverride]:
-    from console.catalog.models import PriceOverrideRule
 
+# --- NodePools, NodeClasses and the catalog -> the engine's catalog -------------------------------------
+
+def price_overrides() -> list[api.PriceOverride]:
     return [rule.to_packing() for rule in PriceOverrideRule.objects.all()]
 
 
 @lru_cache(maxsize=8)
-def _catalog(region: str, overrides: tuple[PriceOverride, ...], kubelet_json: str) -> tuple[InstanceType, ...]:
-    from django.conf import settings
-
+def _catalog(region: str, overrides: tuple[api.PriceOverride, ...], kubelet_json: str) -> tuple[api.InstanceType, ...]:
     # Live data refreshed by the catalog tasks wins over the bundled snapshot when present.
-    return tuple(load_builtin(region, overrides=overrides, kubelet=json.loads(kubelet_json) or None,
-                              cache_dir=settings.LOADMASTER_CATALOG_CACHE))
+    return tuple(api.load_builtin(region, overrides=overrides, kubelet=json.loads(kubelet_json) or None,
+                                  cache_dir=settings.LOADMASTER_CATALOG_CACHE))
+
+
+def clear_catalog_cache() -> None:
+    """Forget the cached catalogs: a price override or a catalog refresh changes what the engine pays."""
+    _catalog.cache_clear()
 
 
 def instance_types(region: str = "us-east-1", *, kubelet: Mapping[str, Any] | None = None,
-                   overrides: Sequence[PriceOverride] | None = None) -> tuple[InstanceType, ...]:
+                   overrides: Sequence[api.PriceOverride] | None = None) -> tuple[api.InstanceType, ...]:
     """The region's catalog with the operator's price overrides applied (cached per inputs)."""
     rules = tuple(price_overrides() if overrides is None else overrides)
     return _catalog(region, rules, json.dumps(dict(kubelet or {}), sort_keys=True))
 
 
-# --- cluster state -> engine inputs ---------------------------------------------------------------
+def with_unavailable(types: Sequence[api.InstanceType], unavailable: Collection[OfferingKey]) -> list[api.InstanceType]:
+    """The catalog with offerings that recently failed for capacity marked unavailable."""
+    if not unavailable:
+        return list(types)
+    out = []
+    for itype in types:
+        if any((itype.name, o.zone, o.capacity_type) in unavailable for o in itype.offerings):
+            offerings = tuple(dataclasses.replace(o, available=False)
+                              if (itype.name, o.zone, o.capacity_type) in unavailable else o
+                              for o in itype.offerings)
+            itype = dataclasses.replace(itype, offerings=offerings)
+        out.append(itype)
+    return out
+
+
+def nodeclass_kubelet(pools: Sequence[Any], nodeclasses: Sequence[Any]) -> Mapping[str, Any] | None:
+    """The kubelet settings the catalog's allocatable is computed with: those of the NodeClass of the
+    highest-weight NodePool that has one (one catalog per run)."""
+    by_name = {c.name: c for c in nodeclasses}
+    for pool in sorted(pools, key=lambda p: (-(p.weight or 0), p.name)):
+        nodeclass = by_name.get(pool.node_class_name)
+        if nodeclass is not None:
+            return nodeclass.kubelet or None
+    return None
+
+
+def engine_catalog(*, pools: Sequence[Any], nodeclasses: Sequence[Any],
+                   unavailable: Collection[OfferingKey] = ()) -> list[api.InstanceType]:
+    """The catalog a run of the engine uses: the region's (price overrides applied) for the fleet's kubelet,
+    with the offerings in `unavailable` marked so."""
+    types = instance_types(settings.LOADMASTER_AWS_REGION, kubelet=nodeclass_kubelet(pools, nodeclasses))
+    return with_unavailable(types, unavailable)
+
+
+# --- rows and live objects -> engine inputs -----------------------------------------------------------
 
 def nodeclaim_object(claim: Any) -> dict[str, Any]:
     """An in-flight NodeClaim row as the karpenter.sh/v1 object the engine's parser reads."""
@@ -56,15 +100,13 @@ def nodepool_documents(nodepools: Sequence[Any], problems: dict[str, str] | None
     """The Karpenter manifests of the NodePool rows that the engine's parser accepts. A row that cannot
     be turned into a manifest, or whose manifest the parser refuses, is left out — one broken pool
     must not stop the others — and named in ``problems`` (pool name -> why)."""
-    from console.fleet import manifests
-
     docs = []
     for pool in nodepools:
         try:
             doc = manifests.nodepool_to_manifest(pool.field_values())
-            kubeobjects._add_object(doc, Inputs())   # parsed here once, so a refusal is the pool's own
+            api.check_object(doc)   # parsed here once, so a refusal is the pool's own
         except Exception as exc:
-            what = str(exc) if isinstance(exc, kubeobjects.InputError) else f"{type(exc).__name__}: {exc}"
+            what = str(exc) if isinstance(exc, api.InputError) else f"{type(exc).__name__}: {exc}"
             reason = f"its spec cannot be read by the engine ({what})"[:500]
             log.warning("nodepool %s left out: %s", getattr(pool, "name", "?"), reason)
             if problems is not None:
@@ -76,8 +118,6 @@ def nodepool_documents(nodepools: Sequence[Any], problems: dict[str, str] | None
 
 def nodeclass_documents(nodeclasses: Sequence[Any]) -> list[dict[str, Any]]:
     """The manifests of the EC2NodeClass rows that convert; a broken row is logged and left out."""
-    from console.fleet import manifests
-
     docs = []
     for nodeclass in nodeclasses:
         try:
@@ -87,41 +127,52 @@ def nodeclass_documents(nodeclasses: Sequence[Any]) -> list[dict[str, Any]]:
     return docs
 
 
+def _refused(doc: Mapping[str, Any], exc: Exception) -> None:
+    meta = doc.get("metadata") or {}
+    log.warning("skipping %s %s/%s: %s", doc.get("kind"), meta.get("namespace", ""), meta.get("name"), exc)
+
+
+def read_objects(docs: Iterable[Mapping[str, Any]], inputs: api.Inputs, extras: api.Extras | None = None) -> None:
+    """Live objects into engine inputs, by the parser of `python -m packing plan/consolidate`: what
+    provisioning reads into ``inputs`` and, when ``extras`` is given, what disruption reads besides. An
+    object the engine cannot read is logged, counted in ``inputs.skipped`` and left out: one malformed
+    object in a live cluster must not stop the loops."""
+    api.add_objects(docs, inputs, extras, on_refused=_refused)
+
+
+def _cluster_documents(*, pods: Sequence[Mapping[str, Any]], nodes: Sequence[Mapping[str, Any]],
+                       pdbs: Sequence[Mapping[str, Any]], daemonsets: Sequence[Mapping[str, Any]],
+                       nodepools: Sequence[Any], nodeclasses: Sequence[Any], nodeclaims: Sequence[Any],
+                       problems: dict[str, str] | None) -> list[Mapping[str, Any]]:
+    docs: list[Mapping[str, Any]] = [*pods, *nodes, *pdbs, *daemonsets]
+    docs += nodepool_documents(nodepools, problems)
+    docs += nodeclass_documents(nodeclasses)
+    docs += [nodeclaim_object(c) for c in nodeclaims]
+    return docs
+
+
 def cluster_inputs(*, pods: Sequence[Mapping[str, Any]], nodes: Sequence[Mapping[str, Any]],
                    pdbs: Sequence[Mapping[str, Any]] = (), daemonsets: Sequence[Mapping[str, Any]] = (),
                    nodepools: Sequence[Any] = (), nodeclasses: Sequence[Any] = (),
-                   nodeclaims: Sequence[Any] = (), problems: dict[str, str] | None = None) -> Inputs:
+                   nodeclaims: Sequence[Any] = (), problems: dict[str, str] | None = None) -> api.Inputs:
     """Everything the provisioning engine needs, read by the same parser as `python -m packing plan`.
 
     NodePools and EC2NodeClasses go through their Karpenter manifests, so the loops see exactly what
     an export would show; NodeClaims that have no Node yet count as in-flight capacity. A NodePool
     that cannot be converted is left out and named in ``problems`` (see nodepool_documents).
     """
-    inputs = Inputs()
-    docs: list[Mapping[str, Any]] = [*pods, *nodes, *pdbs, *daemonsets]
-    docs += nodepool_documents(nodepools, problems)
-    docs += nodeclass_documents(nodeclasses)
-    docs += [nodeclaim_object(c) for c in nodeclaims]
-    for doc in docs:
-        try:
-            kubeobjects._add_object(doc, inputs)
-        except Exception as exc:  # one malformed object in a live cluster must not stop provisioning
-            meta = doc.get("metadata") or {}
-            log.warning("skipping %s %s/%s: %s", doc.get("kind"), meta.get("namespace", ""), meta.get("name"), exc)
-            inputs.skipped[f"invalid {doc.get('kind')}"] = inputs.skipped.get(f"invalid {doc.get('kind')}", 0) + 1
+    inputs = api.Inputs()
+    read_objects(_cluster_documents(pods=pods, nodes=nodes, pdbs=pdbs, daemonsets=daemonsets, nodepools=nodepools,
+                                    nodeclasses=nodeclasses, nodeclaims=nodeclaims, problems=problems), inputs)
     return inputs
 
 
-def with_unavailable(types: Sequence[InstanceType], unavailable: set[tuple[str, str, str]]) -> list[InstanceType]:
-    """The catalog with offerings that recently failed for capacity marked unavailable."""
-    if not unavailable:
-        return list(types)
-    out = []
-    for itype in types:
-        if any((itype.name, o.zone, o.capacity_type) in unavailable for o in itype.offerings):
-            offerings = tuple(dataclasses.replace(o, available=False)
-                              if (itype.name, o.zone, o.capacity_type) in unavailable else o
-                              for o in itype.offerings)
-            itype = dataclasses.replace(itype, offerings=offerings)
-        out.append(itype)
-    return out
+def cluster_objects(*, pods: Sequence[Mapping[str, Any]], nodes: Sequence[Mapping[str, Any]],
+                    pdbs: Sequence[Mapping[str, Any]] = (), daemonsets: Sequence[Mapping[str, Any]] = (),
+                    nodepools: Sequence[Any] = (), nodeclasses: Sequence[Any] = (),
+                    problems: dict[str, str] | None = None) -> tuple[api.Inputs, api.Extras]:
+    """cluster_inputs with what disruption reads besides (the disrupt loop's view of the cluster)."""
+    inputs, extras = api.Inputs(), api.Extras()
+    read_objects(_cluster_documents(pods=pods, nodes=nodes, pdbs=pdbs, daemonsets=daemonsets, nodepools=nodepools,
+                                    nodeclasses=nodeclasses, nodeclaims=(), problems=problems), inputs, extras)
+    return inputs, extras

@@ -2,10 +2,19 @@
 
 from __future__ import annotations
 
+import importlib
 import sys
 from collections.abc import Sequence
 
 USAGE = "usage: python -m packing {plan,catalog,consolidate} ..."
+
+# subcommand -> the module whose main(argv) runs it; imported only when chosen (each pulls in a different part
+# of the engine, and `plan` should not pay for the disruption engine's start-up)
+COMMANDS = {
+    "plan": "packing.plan_cli",
+    "catalog": "packing.catalog.cli",
+    "consolidate": "packing.disruption.cli",
+}
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -17,30 +26,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"error: {USAGE} (a subcommand is required)", file=sys.stderr)
         return 2
     cmd, rest = args[0], args[1:]
-    if cmd == "plan":
-        from packing.plan_cli import main as plan_main
-
-        return plan_main(rest)
-    if cmd == "catalog":
-        try:
-            from packing.catalog.cli import main as catalog_main
-        except ImportError:
-            print(
-                "packing catalog: the instance catalog is not installed (packing.catalog.cli missing)",
-                file=sys.stderr,
-            )
-            return 2
-        return int(catalog_main(rest))
-    if cmd == "consolidate":
-        # issue 5 (disruption engine) plugs in here: packing.disruption.cli.main(rest)
-        try:
-            from packing.disruption.cli import main as consolidate_main
-        except ImportError:
-            print("packing consolidate: not implemented yet", file=sys.stderr)
-            return 2
-        return int(consolidate_main(rest))
-    print(f"error: unknown subcommand {cmd[:40]!r} ({USAGE})", file=sys.stderr)
-    return 2
+    module = COMMANDS.get(cmd)
+    if module is None:
+        print(f"error: unknown subcommand {cmd[:40]!r} ({USAGE})", file=sys.stderr)
+        return 2
+    return int(importlib.import_module(module).main(rest))
 
 
 if __name__ == "__main__":

@@ -11,10 +11,11 @@ from django.db import transaction
 
 from console import adapters
 from console.catalog.models import CatalogRefresh, PriceOverrideRule
+from packing import api
 
 
 def _invalidate() -> None:
-    adapters._catalog.cache_clear()
+    adapters.clear_catalog_cache()
 
 
 @transaction.atomic
@@ -36,15 +37,14 @@ def catalog_refresh(*, kind: str = "full") -> CatalogRefresh:
     """Pull live instance types, offerings and prices (kind "full", every 12 h) or spot prices
     (kind "spot", hourly) into the catalog cache. Only with the AWS backend and credentials: the
     simulated cloud has no AWS to ask, and then the bundled snapshot and the estimate stay in force."""
-    from packing.catalog.live import have_credentials, refresh
-
     region = settings.LOADMASTER_AWS_REGION
-    if settings.LOADMASTER_CLOUD != "aws" or not have_credentials():
+    if settings.LOADMASTER_CLOUD != "aws" or not api.have_aws_credentials():
         return CatalogRefresh.objects.create(
             region=region, kind=kind, ok=True, skipped=True,
             summary="skipped: live refresh needs LOADMASTER_CLOUD=aws and AWS credentials; "
                     "the bundled snapshot (and spot estimates) stay in force")
-    report = refresh(region, settings.LOADMASTER_CATALOG_CACHE, types=kind == "full", on_demand=kind == "full", spot=True)
+    report = api.refresh_catalog(region, settings.LOADMASTER_CATALOG_CACHE, types=kind == "full",
+                                 on_demand=kind == "full", spot=True)
     record = CatalogRefresh.objects.create(region=region, kind=kind, ok=report.ok, summary="\n".join(report.lines()))
     _invalidate()
     return record

@@ -22,7 +22,6 @@ from collections.abc import Collection
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from decimal import Decimal
-from typing import Any
 
 from django.conf import settings
 from django.db import transaction
@@ -34,13 +33,11 @@ from console.backends.base import CloudProvider, ClusterBackend, NodeNotFound
 from console.control.locks import LockBusy, loop_lock
 from console.control.models import DisruptionAction, NodePoolProblem
 from console.control.nodepool_problems import nodepool_problems_record
-from console.control.provisioning import _claim_name, engine_catalog, nodeclaim_launch
+from console.control.provisioning import claim_name, engine_catalog, nodeclaim_launch
 from console.dashboards import loop_stats
 from console.fleet.models import Decision, EC2NodeClass, NodeClaim, NodePool
-from packing import kubeobjects
-from packing.disruption.engine import consolidate
-from packing.disruption.inputs import Extras, _extra, build_cluster
-from packing.disruption.model import Cluster, Report
+from packing import api
+from packing.api import Action, Cluster, Report, consolidate
 
 log = logging.getLogger(__name__)
 
@@ -65,19 +62,12 @@ def _engine_cluster(*, cluster: ClusterBackend, now: datetime, problems: dict[st
     classes = list(EC2NodeClass.objects.all())
     pods, _ = cluster.list_pods()
     nodes, _ = cluster.list_nodes()
-    docs: list[dict[str, Any]] = [*pods, *nodes, *cluster.list_pdbs(), *cluster.list_daemonsets()]
-    docs += adapters.nodepool_documents([p for p in pools if p.name not in leave_out], problems)
-    docs += adapters.nodeclass_documents(classes)
-    inputs = kubeobjects.Inputs()
-    extras = Extras()
-    for doc in docs:
-        try:
-            kubeobjects._add_object(doc, inputs)
-            _extra(doc, "", extras)
-        except Exception as exc:  # one malformed object must not stop the loop
-            log.warning("disrupt: skipping %s %s: %s", doc.get("kind"), (doc.get("metadata") or {}).get("name"), exc)
+    inputs, extras = adapters.cluster_objects(pods=pods, nodes=nodes, pdbs=cluster.list_pdbs(),
+                                              daemonsets=cluster.list_daemonsets(),
+                                              nodepools=[p for p in pools if p.name not in leave_out],
+                                              nodeclasses=classes, problems=problems)
     catalog = engine_catalog(nodeclasses=classes, pools=pools, now=now)
-    return build_cluster(inputs, extras, catalog)
+    return api.build_cluster(inputs, extras, catalog)
 
 
 def _without_pools(engine_cluster: Cluster, names: Collection[str]) -> Cluster:
@@ -155,7 +145,7 @@ def _abort(action: DisruptionAction, cluster: ClusterBackend, cloud: CloudProvid
                             why=f"disruption of {', '.join(action.nodes)} abandoned: {why}")
 
 
-def _start(action_spec: Any, cluster: ClusterBackend, now: datetime) -> DisruptionAction:
+def _start(action_spec: Action, cluster: ClusterBackend, now: datetime) -> DisruptionAction:
     claims = _claims_for(action_spec.nodes)
     pool = claims[0].nodepool if claims else None
     action = DisruptionAction.objects.create(
@@ -190,7 +180,7 @@ def _step(action: DisruptionAction, cluster: ClusterBackend, cloud: CloudProvide
                 for planned in action.replacements:
                     pool = NodePool.objects.filter(name=planned["nodepool"]).first()
                     claim = NodeClaim.objects.create(
-                        name=_claim_name(planned["nodepool"]), nodepool=pool, nodepool_name=planned["nodepool"],
+                        name=claim_name(planned["nodepool"]), nodepool=pool, nodepool_name=planned["nodepool"],
                         instance_type=planned["instance_type"],
                         instance_type_options=planned["instance_type_options"],
                         capacity_type=planned["capacity_type"], zone=planned["zone"],

@@ -31,12 +31,9 @@ from console.control.models import NodePoolProblem, UnavailableOffering
 from console.control.nodepool_problems import nodepool_problems_record
 from console.dashboards import loop_stats
 from console.fleet.models import Decision, EC2NodeClass, NodeClaim, NodePool
-from packing.bound import lower_bound
-from packing.instancetype import InstanceType
-from packing.kubeobjects import Inputs, expand_workloads, inflight_claims
-from packing.nodepool import ExistingNodeSpec
-from packing.nodepool import NodePool as EnginePool
-from packing.scheduling.scheduler import Results, Scheduler
+from packing import api
+from packing.api import Inputs, InstanceType, Results, Scheduler
+from packing.api import NodePool as EnginePool
 
 log = logging.getLogger(__name__)
 
@@ -72,19 +69,13 @@ def offering_mark_unavailable(*, options: Sequence[LaunchOption], reason: str, n
 
 
 def engine_catalog(*, nodeclasses: Sequence[EC2NodeClass], pools: Sequence[NodePool], now: datetime) -> list[InstanceType]:
-    # One catalog per run, with the kubelet of the highest-weight pool's NodeClass (as the CLI does).
-    by_name = {c.name: c for c in nodeclasses}
-    kubelet = None
-    for pool in sorted(pools, key=lambda p: (-(p.weight or 0), p.name)):
-        nodeclass = by_name.get(pool.node_class_name)
-        if nodeclass is not None:
-            kubelet = nodeclass.kubelet or None
-            break
-    types = adapters.instance_types(settings.LOADMASTER_AWS_REGION, kubelet=kubelet)
-    return adapters.with_unavailable(types, unavailable_offerings(now=now))
+    """The catalog of one loop run (adapters.engine_catalog), without the offerings that failed lately;
+    expired failures are pruned on the way."""
+    return adapters.engine_catalog(pools=pools, nodeclasses=nodeclasses, unavailable=unavailable_offerings(now=now))
 
 
-def _claim_name(pool: str) -> str:
+def claim_name(pool: str) -> str:
+    """A new NodeClaim's name, as Karpenter makes them: the pool's name and a random suffix."""
     return f"{pool}-{secrets.token_hex(3)}"
 
 
@@ -105,7 +96,7 @@ def launch_options(claim: NodeClaim, catalog: Sequence[InstanceType]) -> list[La
     return options[:MAX_LAUNCH_OPTIONS]
 
 
-def _record_unschedulable(results: Any, pools_by_name: dict[str, NodePool], now: datetime) -> None:
+def _record_unschedulable(results: Results, pools_by_name: dict[str, NodePool], now: datetime) -> None:
     """One ledger row per pod whose verdict changed, not one per tick: the ledger stays readable."""
     for pod, reasons in sorted(results.unschedulable.items()):
         details = {"pod": pod, "reasons": [{"nodepool": np, "reason": r} for np, r in reasons]}
@@ -118,14 +109,14 @@ def _record_unschedulable(results: Any, pools_by_name: dict[str, NodePool], now:
 
 
 @transaction.atomic
-def _save_plan(results: Any, pools_by_name: dict[str, NodePool], catalog: Sequence[InstanceType],
+def _save_plan(results: Results, pools_by_name: dict[str, NodePool], catalog: Sequence[InstanceType],
                now: datetime) -> list[NodeClaim]:
     by_type = {t.name: t for t in catalog}
     claims = []
     for planned in results.nodeclaims:
         itype = by_type.get(planned.instance_type)
         claim = NodeClaim.objects.create(
-            name=_claim_name(planned.nodepool), nodepool=pools_by_name.get(planned.nodepool),
+            name=claim_name(planned.nodepool), nodepool=pools_by_name.get(planned.nodepool),
             nodepool_name=planned.nodepool, instance_type=planned.instance_type,
             instance_type_options=list(planned.instance_type_options), capacity_type=planned.capacity_type,
             zone=planned.zone, price_per_hour=_money(planned.price_per_hour),
@@ -259,24 +250,18 @@ def _provision(cluster: ClusterBackend, cloud: CloudProvider, now: datetime) -> 
 
 
 def launch_lower_bound(sched: Scheduler, results: Results) -> float | None:
-    """The engine's lower bound ($/h) on any set of new nodes for the pods this plan launches nodes for.
-
-    Not ``Results.lower_bound``: that one covers every pod the plan placed and lets them use the free
-    room of all existing nodes pooled together (a relaxation), so pods that fit on no existing node but
-    add up to less than the fragments get a bound of $0. The pods on new NodeClaims did not fit on an
-    existing node, so their bound is taken over new capacity alone. None when it cannot be computed."""
-    if not results.nodeclaims:
-        return 0.0
+    """api.launch_lower_bound: the engine's lower bound ($/h) on any set of new nodes for the pods this plan
+    launches nodes for. None when it cannot be computed."""
     try:
-        return float(lower_bound(sched, Results(nodeclaims=list(results.nodeclaims)), []))
+        return api.launch_lower_bound(sched, results)
     except Exception:  # a bound is an explanation, never a reason not to launch
         log.warning("lower bound of the launch could not be computed", exc_info=True)
         return None
 
 
 def _solve(inputs: Inputs, catalog: Sequence[InstanceType], pools: Sequence[EnginePool]) -> tuple[Results, Scheduler]:
-    existing: list[ExistingNodeSpec] = [*inputs.nodes, *inflight_claims(inputs, catalog)]
-    sched = Scheduler(pools, catalog, existing, inputs.running, inputs.daemonsets)
+    # `Scheduler` by its name in this module: the tests that make one pool fail stand in for it here.
+    sched = Scheduler(pools, catalog, api.existing_nodes(inputs, catalog), inputs.running, inputs.daemonsets)
     return sched.solve(inputs.pending), sched
 
 
@@ -287,7 +272,7 @@ def plan_contained(inputs: Inputs, catalog: Sequence[InstanceType],
     The engine names them itself (``Results.unusable_nodepools``). Should a solve still raise, each
     pool is tried on its own: the pools whose own solve raises are left out and the plan is made with
     the rest. If a solve without any pool raises too, the fault is not a pool's and is raised."""
-    expand_workloads(inputs)
+    api.expand_workloads(inputs)
     pools = list(inputs.nodepools)
     try:
         results, sched = _solve(inputs, catalog, pools)

@@ -19,7 +19,7 @@ from rest_framework.views import APIView
 
 from console.backends.factory import cluster_backend
 from console.fleet.models import EC2NodeClass, NodePool
-from console.whatif import services
+from console.whatif import selectors
 
 
 class PreviewRequest(serializers.Serializer):
@@ -74,7 +74,7 @@ POD_WHY_RESPONSE = inline_serializer("PodWhy", fields={
     "pools": inline_serializer("PodWhyPool", many=True, fields={
         "nodepool": serializers.CharField(), "reason": serializers.CharField(),
         "suggestion": serializers.CharField(allow_null=True), "verified": serializers.BooleanField(),
-        "change_kind": serializers.ChoiceField(choices=list(services.CHANGE_KINDS), allow_null=True),
+        "change_kind": serializers.ChoiceField(choices=list(selectors.CHANGE_KINDS), allow_null=True),
         "change": serializers.CharField(allow_null=True, help_text="What kind of change the suggestion is."),
         "cost_per_hour": serializers.FloatField(allow_null=True, help_text="What the change adds to this "
                                                                           "provisioning run's launches, $/h."),
@@ -121,10 +121,10 @@ class PreviewView(APIView):
         merged = {**(saved.field_values() if saved else {"name": values.get("name", "")}), **values}
         # What saving runs: the model's full_clean(), whose clean() is console/fleet/validation.py.
         try:
-            services.edited_instance(model, merged, saved).full_clean(validate_unique=False)
+            selectors.edited_instance(model, merged, saved).full_clean(validate_unique=False)
         except DjangoValidationError as exc:
             raise ValidationError(exc.message_dict if hasattr(exc, "error_dict") else {"values": exc.messages}) from None
-        result = services.preview_nodepool_change(values=merged, name=name or None, kind=kind, cluster=cluster_backend())
+        result = selectors.preview_nodepool_change(values=merged, name=name or None, kind=kind, cluster=cluster_backend())
         return Response(result, status=status.HTTP_200_OK)
 
 
@@ -136,7 +136,7 @@ class PodWhyView(APIView):
                                "(verified by re-running the engine) that would let it schedule.",
                    responses={200: POD_WHY_RESPONSE, 404: OpenApiResponse(description="no such pod")})
     def get(self, request: Request, namespace: str, name: str) -> Response:
-        return Response(_or_404(services.why_pending, namespace, name, cluster=cluster_backend()))
+        return Response(_or_404(selectors.why_pending, namespace, name, cluster=cluster_backend()))
 
 
 class NodeWhyView(APIView):
@@ -148,11 +148,11 @@ class NodeWhyView(APIView):
                                "the move would save.",
                    responses={200: NODE_WHY_RESPONSE, 404: OpenApiResponse(description="no such node")})
     def get(self, request: Request, name: str) -> Response:
-        return Response(_or_404(services.why_node, name, cluster=cluster_backend()))
+        return Response(_or_404(selectors.why_node, name, cluster=cluster_backend()))
 
 
 def _or_404(fn: Any, *args: Any, **kwargs: Any) -> Any:
     try:
         return fn(*args, **kwargs)
-    except services.NotFound as exc:
+    except selectors.NotFound as exc:
         raise NotFound(str(exc)) from None

@@ -14,7 +14,8 @@ from datetime import UTC, datetime
 from typing import Any
 
 from console.fleet.models import EC2NodeClass, NodePool
-from console.whatif import services
+from console.whatif import selectors
+from console.whatif.world import World
 
 NOW = datetime(2026, 11, 30, 6, 0, tzinfo=UTC)
 TYPES = [("m5.2xlarge", 8, 30), ("c5.2xlarge", 8, 14), ("r5.xlarge", 4, 30), ("m5.4xlarge", 16, 62)]
@@ -52,7 +53,7 @@ def _pod(name: str, app: str, cpu_m: int, mem_mi: int, node: str = "") -> dict[s
             "spec": spec, "status": status}
 
 
-def build_world(nodes: int = 500, pods: int = 5000, pending: int = 50, seed: int = 1) -> services.World:
+def build_world(nodes: int = 500, pods: int = 5000, pending: int = 50, seed: int = 1) -> World:
     """nodes × pool "default" (on-demand c/m/r), pods bound to them about 70% full, `pending` unbound."""
     rng = random.Random(seed)
     workload: list[dict[str, Any]] = []
@@ -79,7 +80,7 @@ def build_world(nodes: int = 500, pods: int = 5000, pending: int = 50, seed: int
                     budgets=[{"nodes": "10%"}], limits={"cpu": "10000"})
     nodeclass = EC2NodeClass(name="default", ami_family="AL2023", ami_selector_terms=[{"alias": "al2023@latest"}],
                              role="KarpenterNodeRole-bench")
-    return services.World(workload, [pool], [nodeclass], None, NOW)
+    return World(workload, [pool], [nodeclass], None, NOW)
 
 
 def run(nodes: int = 500, pods: int = 5000, pending: int = 50, repeat: int = 3) -> dict[str, Any]:
@@ -87,14 +88,14 @@ def run(nodes: int = 500, pods: int = 5000, pending: int = 50, repeat: int = 3) 
     edit = {"requirements": [*world.pools[0].requirements,
                              {"key": "kubernetes.io/arch", "operator": "In", "values": ["amd64"]}],
             "limits": {"cpu": "3000"}}
-    services.preview_nodepool_change(values=edit, name="default", world=world)  # warm the catalog cache
+    selectors.preview_nodepool_change(values=edit, name="default", world=world)  # warm the catalog cache
     times = []
     result: dict[str, Any] = {}
     for _ in range(repeat):
         # A fresh World each time: a request parses the cluster anew, so parsing is part of the figure.
-        fresh = services.World(world.workload, world.pools, world.classes, None, world.now)
+        fresh = World(world.workload, world.pools, world.classes, None, world.now)
         started = time.perf_counter()
-        result = services.preview_nodepool_change(values=edit, name="default", world=fresh)
+        result = selectors.preview_nodepool_change(values=edit, name="default", world=fresh)
         times.append(time.perf_counter() - started)
     return {"nodes": nodes, "pods": pods, "pending": pending, "seconds_median": round(statistics.median(times), 3),
             "seconds_max": round(max(times), 3), "launch_after": len(result["after"]["launch"]),

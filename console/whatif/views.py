@@ -22,7 +22,8 @@ from console.fleet.models import EC2NodeClass, NodePool
 from console.whatif import selectors, services
 from console.whatif.forms import SnapshotForm
 from console.whatif.models import Snapshot
-from packing.kubeobjects import InputError
+from console.whatif.world import object_key
+from packing.api import InputError
 
 
 def _wants_fragment(request: HttpRequest) -> bool:
@@ -53,7 +54,7 @@ def nodepool_preview(request: HttpRequest, name: str | None = None) -> HttpRespo
     if issues:
         context["errors"] = [f"{i.field}: {i.located()}" for i in issues]
         return _preview_response(request, context, status=400)
-    context["result"] = services.preview_nodepool_change(values=values, name=name, cluster=cluster_backend())
+    context["result"] = selectors.preview_nodepool_change(values=values, name=name, cluster=cluster_backend())
     return _preview_response(request, context)
 
 
@@ -67,13 +68,13 @@ def nodeclass_preview(request: HttpRequest, name: str | None = None) -> HttpResp
         # What saving runs: the model's full_clean(), whose clean() is console/fleet/validation.py's
         # check_nodeclass, on the edit overlaid on the saved object (unique name is the save's own check).
         try:
-            services.edited_instance(EC2NodeClass, form.values(), nodeclass).full_clean(validate_unique=False)
+            selectors.edited_instance(EC2NodeClass, form.values(), nodeclass).full_clean(validate_unique=False)
         except ValidationError as exc:
             form.place_errors(exc)
     if form.errors:
         context["errors"] = _form_errors(form)
         return _preview_response(request, context, status=400)
-    context["result"] = services.preview_nodepool_change(values=form.values(), name=name, kind="nodeclass",
+    context["result"] = selectors.preview_nodepool_change(values=form.values(), name=name, kind="nodeclass",
                                                          cluster=cluster_backend())
     return _preview_response(request, context)
 
@@ -90,7 +91,7 @@ def _form_errors(*forms: Any) -> list[str]:
 def index(request: HttpRequest) -> HttpResponse:
     """Pending pods and nodes, each linking to its explanation."""
     cluster = cluster_backend()
-    pending = sorted(tuple(services._key(p).split("/", 1)) for p in cluster.pending_pods())
+    pending = sorted(tuple(object_key(p).split("/", 1)) for p in cluster.pending_pods())
     nodes = sorted((n.get("metadata") or {}).get("name", "") for n in cluster.list_nodes()[0])
     return render(request, "whatif/index.html", {"pending": pending, "nodes": nodes})
 
@@ -98,8 +99,8 @@ def index(request: HttpRequest) -> HttpResponse:
 @require_GET
 def pod_why(request: HttpRequest, namespace: str, name: str) -> HttpResponse:
     try:
-        answer = services.why_pending(namespace, name, cluster=cluster_backend())
-    except services.NotFound as exc:
+        answer = selectors.why_pending(namespace, name, cluster=cluster_backend())
+    except selectors.NotFound as exc:
         raise Http404(str(exc)) from None
     return render(request, "whatif/pod_why.html", {"answer": answer, "namespace": namespace, "name": name})
 
@@ -107,8 +108,8 @@ def pod_why(request: HttpRequest, namespace: str, name: str) -> HttpResponse:
 @require_GET
 def node_why(request: HttpRequest, name: str) -> HttpResponse:
     try:
-        answer = services.why_node(name, cluster=cluster_backend())
-    except services.NotFound as exc:
+        answer = selectors.why_node(name, cluster=cluster_backend())
+    except selectors.NotFound as exc:
         raise Http404(str(exc)) from None
     return render(request, "whatif/node_why.html", {"answer": answer, "name": name})
 
@@ -143,7 +144,7 @@ def snapshot_list(request: HttpRequest) -> HttpResponse:
 def snapshot_take_live(request: HttpRequest) -> HttpResponse:
     require_operator(request)
     now = timezone.now()
-    text = services.live_snapshot_yaml(cluster=cluster_backend())
+    text = selectors.live_snapshot_yaml(cluster=cluster_backend())
     snap = services.snapshot_create(name=request.POST.get("name") or f"live {now:%Y-%m-%d %H:%M}",
                                     files=[("live.yaml", text)], user=request.user, taken_at=now, source=Snapshot.LIVE)
     messages.success(request, f"Snapshot {snap.name} taken from the live cluster.")
@@ -210,6 +211,6 @@ def snapshot_compare(request: HttpRequest) -> HttpResponse:
     missing = [_not_replayed(s) for s, r in ((a, ra), (b, rb)) if r is None]
     if ra is None or rb is None:
         return render(request, "whatif/snapshot_compare.html", {"a": a, "b": b, "missing": missing}, status=409)
-    comparison = services.snapshot_compare(ra, rb)
+    comparison = selectors.snapshot_compare(ra, rb)
     rows = [(k, comparison["a"][k], comparison["b"][k]) for k in comparison["a"]]
     return render(request, "whatif/snapshot_compare.html", {"a": a, "b": b, "cmp": comparison, "rows": rows})

@@ -10,11 +10,22 @@ import sys
 from collections.abc import Sequence
 from typing import TextIO
 
-from packing.disruption.engine import MinSavings, consolidate, parse_time
-from packing.disruption.inputs import Extras, build_cluster, read_files
-from packing.disruption.output import render_json, render_text
-from packing.kubeobjects import InputError, Inputs, expand_workloads
-from packing.plan_cli import CliParser, add_input_arguments, input_budget, resolve_catalog
+from packing.api import (
+    Extras,
+    InputError,
+    Inputs,
+    MinSavings,
+    build_cluster,
+    consolidate,
+    expand_workloads,
+    parse_time,
+    read_files,
+    report_json,
+    resolve_catalog,
+    skipped_notice,
+)
+from packing.cli_arguments import CliParser, add_input_arguments, input_budget
+from packing.disruption.output import render_text
 from packing.yamlinput import brief
 
 __all__ = ["build_parser", "main"]
@@ -64,12 +75,13 @@ def main(argv: Sequence[str] | None = None, *, stdout: TextIO | None = None, std
         inp, ex = read_files(args.files, budget=budget)
         cat_inp, _ = read_files(args.catalog, Inputs(), Extras(), budget=budget) if args.catalog else (Inputs(), Extras())
         expand_workloads(inp)  # MAX_EXPANDED_PODS is bad input too
+        catalog = resolve_catalog(inp, cat_inp, args.region)
     except InputError as e:
         print(f"error: {e}", file=stderr)
         return 2
-    catalog = resolve_catalog(inp, cat_inp, args.region, stderr)
-    if catalog is None:
-        return 2
+    notice = skipped_notice(inp, cat_inp)
+    if notice:
+        print(notice, file=stderr)
     try:
         cluster = build_cluster(inp, ex, catalog)
         report = consolidate(cluster, at, min_savings=min_savings, repack=not args.no_repack)
@@ -82,7 +94,7 @@ def main(argv: Sequence[str] | None = None, *, stdout: TextIO | None = None, std
         print(f"error: consolidation failed: {type(e).__name__}: {e} (set LOADMASTER_DEBUG=1 for details)", file=stderr)
         return 1
     if args.output == "json":
-        json.dump(render_json(report), stdout, indent=2)
+        json.dump(report_json(report), stdout, indent=2)
         stdout.write("\n")
     else:
         render_text(report, stdout)

@@ -1,15 +1,15 @@
-"""Reading the consolidate CLI's files: the plan CLI's parser for the model, plus the fields disruption needs.
+"""Reading what disruption needs from Kubernetes objects, beyond what the provisioning model holds.
 
-The provisioning parser (packing.kubeobjects.parse_documents) builds pods, nodes, pools, PDBs and the catalog and
-reports bad input as one InputError naming file, document and field. Disruption also reads timestamps,
-annotations, node health, each NodePool's spec.disruption and expireAfter, and PDB status; those are read here
-from the same documents, and their errors use the same message shape.
+The provisioning parser (packing.kubeobjects) builds pods, nodes, pools, PDBs and the catalog. Disruption also
+reads timestamps, annotations, node health, each NodePool's spec.disruption and expireAfter, and PDB status:
+read_extras reads those from the same objects, with the same field readers (packing.fields) and the same
+error type, and read_files reads both in one pass over each file (packing.kubeobjects.parse_documents).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from datetime import UTC, datetime
+from collections.abc import Iterable, Mapping, Sequence
+from datetime import datetime
 from typing import Any
 
 from packing.disruption.model import (
@@ -22,29 +22,22 @@ from packing.disruption.model import (
     NodeInfo,
     PodMeta,
 )
-from packing.durations import DurationError, parse_duration
+from packing.durations import parse_duration
+from packing.fields import FieldError, as_object, duration, string_values, timestamp
 from packing.instancetype import InstanceType
 from packing.kubeobjects import (
     ByteBudget,
-    InputError,
     Inputs,
-    documents,
     expand_workloads,
     inflight_claims,
+    load_files,
     parse_documents,
 )
 from packing.yamlinput import brief
 
-__all__ = ["Extras", "build_cluster", "read_files"]
+__all__ = ["Extras", "build_cluster", "parse_texts", "read_extras", "read_files"]
 
 POLICIES = ("WhenEmpty", "WhenEmptyOrUnderutilized")
-
-
-class _Bad(Exception):
-    def __init__(self, path: str, message: str) -> None:
-        super().__init__(f"{path}: {message}")
-        self.path = path
-        self.message = message
 
 
 class Extras:
@@ -61,61 +54,20 @@ class Extras:
         self.pdb_null: set[str] = set()
 
 
-# ---------------------------------------------------------------- documents (as packing.kubeobjects numbers them)
-def _time(v: Any, path: str) -> datetime | None:
-    if v is None:
-        return None
-    if isinstance(v, datetime):  # YAML reads an unquoted timestamp as one
-        return v.replace(tzinfo=UTC) if v.tzinfo is None else v.astimezone(UTC)
-    if isinstance(v, str):
-        try:
-            t = datetime.fromisoformat(v.strip())
-        except ValueError:
-            raise _Bad(path, f"invalid timestamp {brief(v)} (expected RFC 3339, e.g. 2026-11-30T05:00:00Z)") from None
-        return t.replace(tzinfo=UTC) if t.tzinfo is None else t.astimezone(UTC)
-    raise _Bad(path, f"must be a timestamp, got {type(v).__name__}")
-
-
-def _obj(v: Any, path: str) -> Mapping[str, Any]:
-    if v is None:
-        return {}
-    if not isinstance(v, Mapping):
-        raise _Bad(path, f"must be an object, got {type(v).__name__}")
-    return v
-
-
-def _annotations(meta: Mapping[str, Any], path: str) -> dict[str, str]:
-    out = {}
-    for k, v in _obj(meta.get("annotations"), f"{path}metadata.annotations").items():
-        if isinstance(v, bool) or not isinstance(v, str | int | float):
-            key = str(k) if len(str(k)) <= 60 else str(k)[:59] + "…"
-            raise _Bad(f"{path}metadata.annotations.{key}", f"must be a string, got {type(v).__name__}")
-        out[str(k)] = str(v)
-    return out
-
-
-def _duration(v: Any, path: str, default: Any) -> Any:
-    if v is None:
-        return default
-    try:
-        return parse_duration(str(v) if not isinstance(v, str) else v)
-    except DurationError as e:
-        raise _Bad(path, str(e)) from None
-
-
+# ---------------------------------------------------------------- the fields disruption reads
 def _settings(spec: Mapping[str, Any], path: str) -> DisruptionSettings:
-    d = _obj(spec.get("disruption"), f"{path}spec.disruption")
+    d = as_object(spec.get("disruption"), f"{path}spec.disruption")
     policy = d.get("consolidationPolicy", DEFAULT_POLICY)
     if policy == "WhenUnderutilized":  # Karpenter v1beta1's name for the same policy
         policy = "WhenEmptyOrUnderutilized"
     if policy not in POLICIES:
-        raise _Bad(f"{path}spec.disruption.consolidationPolicy", f"must be one of {', '.join(POLICIES)}, got {brief(policy)}")
-    after = _duration(d.get("consolidateAfter"), f"{path}spec.disruption.consolidateAfter", parse_duration("0s"))
-    tspec = _obj(_obj(spec.get("template"), f"{path}spec.template").get("spec"), f"{path}spec.template.spec")
+        raise FieldError(f"{path}spec.disruption.consolidationPolicy", f"must be one of {', '.join(POLICIES)}, got {brief(policy)}")
+    after = duration(d.get("consolidateAfter"), f"{path}spec.disruption.consolidateAfter", parse_duration("0s"))
+    tspec = as_object(as_object(spec.get("template"), f"{path}spec.template").get("spec"), f"{path}spec.template.spec")
     if "expireAfter" in tspec:
-        expire = _duration(tspec.get("expireAfter"), f"{path}spec.template.spec.expireAfter", DEFAULT_EXPIRE_AFTER)
+        expire = duration(tspec.get("expireAfter"), f"{path}spec.template.spec.expireAfter", DEFAULT_EXPIRE_AFTER)
     else:  # v1beta1 kept it under spec.disruption
-        expire = _duration(d.get("expireAfter"), f"{path}spec.disruption.expireAfter", DEFAULT_EXPIRE_AFTER)
+        expire = duration(d.get("expireAfter"), f"{path}spec.disruption.expireAfter", DEFAULT_EXPIRE_AFTER)
     budgets: tuple[Budget, ...] = (Budget(),)
     if "budgets" in d:
         raw = d.get("budgets")
@@ -158,68 +110,49 @@ def _budget(b: Any, i: int) -> Budget:
     )
 
 
-def _extra(doc: Mapping[str, Any], prefix: str, ex: Extras) -> None:
+def read_extras(doc: Mapping[str, Any], ex: Extras, prefix: str = "") -> None:
+    """What disruption reads from one object into `ex`; FieldError naming the field (after `prefix`, the
+    item's place inside a List) when it is bad. Kinds disruption reads nothing more from are ignored."""
     kind = doc.get("kind")
     api = str(doc.get("apiVersion", ""))
     group = api.rsplit("/", 1)[0] if "/" in api else ""
-    meta = _obj(doc.get("metadata"), f"{prefix}metadata")
+    meta = as_object(doc.get("metadata"), f"{prefix}metadata")
     name = str(meta.get("name", ""))
     ns = str(meta.get("namespace") or "default")
     if kind == "Node" and group == "":
-        ex.node_created[name] = _time(meta.get("creationTimestamp"), f"{prefix}metadata.creationTimestamp")
-        ex.node_annotations[name] = _annotations(meta, prefix)
-        spec = _obj(doc.get("spec"), f"{prefix}spec")
+        ex.node_created[name] = timestamp(meta.get("creationTimestamp"), f"{prefix}metadata.creationTimestamp")
+        ex.node_annotations[name] = string_values(meta.get("annotations"), f"{prefix}metadata.annotations")
+        spec = as_object(doc.get("spec"), f"{prefix}spec")
         taints = spec.get("taints") or []
         disrupted = any(isinstance(t, Mapping) and t.get("key") == DISRUPTED_TAINT for t in taints)
         ex.node_deleting[name] = meta.get("deletionTimestamp") is not None or disrupted
         ready = True
-        conds = _obj(doc.get("status"), f"{prefix}status").get("conditions") or []
+        conds = as_object(doc.get("status"), f"{prefix}status").get("conditions") or []
         for c in conds if isinstance(conds, list) else []:
             if isinstance(c, Mapping) and c.get("type") == "Ready":
                 ready = str(c.get("status")) == "True"
         ex.node_ready[name] = ready
     elif kind == "Pod" and group == "":
-        spec = _obj(doc.get("spec"), f"{prefix}spec")
+        spec = as_object(doc.get("spec"), f"{prefix}spec")
         prio = spec.get("priority", 0)
         if isinstance(prio, bool) or not isinstance(prio, int) or not -(2**31) <= prio < 2**31:
-            raise _Bad(f"{prefix}spec.priority", f"must be an integer (32 bits), got {brief(prio)}")
+            raise FieldError(f"{prefix}spec.priority", f"must be an integer (32 bits), got {brief(prio)}")
         ex.pods[f"{ns}/{name}"] = (
-            _annotations(meta, prefix),
-            _time(meta.get("creationTimestamp"), f"{prefix}metadata.creationTimestamp"),
+            string_values(meta.get("annotations"), f"{prefix}metadata.annotations"),
+            timestamp(meta.get("creationTimestamp"), f"{prefix}metadata.creationTimestamp"),
             prio,
         )
     elif kind == "NodePool" and group == "karpenter.sh":
-        ex.settings[name] = _settings(_obj(doc.get("spec"), f"{prefix}spec"), prefix)
+        ex.settings[name] = _settings(as_object(doc.get("spec"), f"{prefix}spec"), prefix)
     elif kind == "PodDisruptionBudget" and group == "policy":
-        spec = _obj(doc.get("spec"), f"{prefix}spec")
+        spec = as_object(doc.get("spec"), f"{prefix}spec")
         if spec.get("selector") is None:
             ex.pdb_null.add(f"{ns}/{name}")
-        st = _obj(doc.get("status"), f"{prefix}status").get("disruptionsAllowed")
+        st = as_object(doc.get("status"), f"{prefix}status").get("disruptionsAllowed")
         if st is not None:
             if isinstance(st, bool) or not isinstance(st, int) or not 0 <= st < 2**31:
-                raise _Bad(f"{prefix}status.disruptionsAllowed", f"must be a non-negative integer, got {brief(st)}")
+                raise FieldError(f"{prefix}status.disruptionsAllowed", f"must be a non-negative integer, got {brief(st)}")
             ex.pdb_status[f"{ns}/{name}"] = st
-
-
-def parse_extras(text: str, filename: str, ex: Extras) -> None:
-    for index, doc in documents(text, filename):
-        if not isinstance(doc, Mapping):
-            continue
-        items: Sequence[tuple[str, Any]]
-        if str(doc.get("kind", "")).endswith("List") and isinstance(doc.get("items"), list):
-            items = [(f"items[{i}].", it) for i, it in enumerate(doc["items"])]
-        else:
-            items = [("", doc)]
-        for prefix, item in items:
-            if not isinstance(item, Mapping):
-                continue
-            try:
-                _extra(item, prefix, ex)
-            except _Bad as e:
-                meta = item.get("metadata")
-                nm = meta.get("name") if isinstance(meta, Mapping) else None
-                label = f" ({item.get('kind')} {nm})" if nm else f" ({item.get('kind')})"
-                raise InputError(f"{filename}: document {index}{label}: {e.path}: {e.message}") from None
 
 
 def read_files(
@@ -228,16 +161,24 @@ def read_files(
     """Parse files into the provisioning model and the disruption extras; InputError on bad input (also past
     the run's byte budget, when one is given)."""
     inp = inp or Inputs()
-    ex = ex or Extras()
-    budget = budget or ByteBudget(None)
-    for path in paths:
-        text = budget.read(path)
-        parse_documents(text, path, inp)  # the plan CLI's parser: its errors name file, document and field
-        parse_extras(text, path, ex)
-    return inp, ex
+    extras = ex or Extras()
+    load_files(paths, inp, budget, also=lambda item, prefix: read_extras(item, extras, prefix))
+    return inp, extras
+
+
+def parse_texts(
+    files: Iterable[tuple[str, str]], inp: Inputs | None = None, ex: Extras | None = None
+) -> tuple[Inputs, Extras]:
+    """read_files over texts held in memory, as (filename, text) pairs: the same objects and the same errors."""
+    inp = inp or Inputs()
+    extras = ex or Extras()
+    for filename, text in files:
+        parse_documents(text, filename, inp, also=lambda item, prefix: read_extras(item, extras, prefix))
+    return inp, extras
 
 
 def build_cluster(inp: Inputs, ex: Extras, catalog: Sequence[InstanceType]) -> Cluster:
+    """What one consolidation run looks at (workloads without pods expanded into `inp` first)."""
     expand_workloads(inp)
     inflight = inflight_claims(inp, catalog)
     nodes = [

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any, TextIO
 
-from packing.disruption.model import Report
+from packing.disruption.model import Action, NotDisrupted, Report
 
-__all__ = ["render_json", "render_text"]
+__all__ = ["action_json", "not_disrupted_json", "render_json", "render_text"]
 
 
 def render_json(r: Report) -> dict[str, Any]:
@@ -17,29 +17,33 @@ def render_json(r: Report) -> dict[str, Any]:
     return doc
 
 
+def action_json(a: Action) -> dict[str, Any]:
+    """One action as the document's `actions` list holds it."""
+    return {
+        "type": a.type,
+        "reason": a.reason,
+        "nodes": a.nodes,
+        "replacements": a.replacements,
+        "savings_per_hour": round(a.savings_per_hour, 6),
+        "moves": a.moves,
+        "why": a.why,
+    }
+
+
+def not_disrupted_json(n: NotDisrupted) -> dict[str, Any]:
+    """One spared node as the document's `not_disrupted` list holds it."""
+    return {
+        "node": n.node,
+        "reason": n.reason,
+        "blocked_by": n.blocked_by,
+        "savings_per_hour": None if n.savings_per_hour is None else round(n.savings_per_hour, 6),
+    }
+
+
 def _render_json(r: Report) -> dict[str, Any]:
     return {
-        "actions": [
-            {
-                "type": a.type,
-                "reason": a.reason,
-                "nodes": a.nodes,
-                "replacements": a.replacements,
-                "savings_per_hour": round(a.savings_per_hour, 6),
-                "moves": a.moves,
-                "why": a.why,
-            }
-            for a in r.actions
-        ],
-        "not_disrupted": [
-            {
-                "node": n.node,
-                "reason": n.reason,
-                "blocked_by": n.blocked_by,
-                "savings_per_hour": None if n.savings_per_hour is None else round(n.savings_per_hour, 6),
-            }
-            for n in r.not_disrupted
-        ],
+        "actions": [action_json(a) for a in r.actions],
+        "not_disrupted": [not_disrupted_json(n) for n in r.not_disrupted],
         "summary": {
             "nodes": r.nodes,
             "cost_per_hour_before": round(r.cost_before, 6),

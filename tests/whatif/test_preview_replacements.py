@@ -10,7 +10,7 @@ from django.test import Client
 
 from console.fleet import services as fleet
 from console.fleet.models import NodePool
-from console.whatif import services as whatif
+from console.whatif import selectors
 from tests.whatif.conftest import add_pod
 from tests.whatif.test_pages_api import general_post
 from tests.whatif.test_services import karpenter_node
@@ -34,7 +34,7 @@ def spot_node(world: Any) -> Any:
 
 
 def test_replacements_reasons_and_signed_changes(spot_node: Any) -> None:
-    result = whatif.preview_nodepool_change(values={"requirements": [ON_DEMAND, CATEGORY]}, name="general",
+    result = selectors.preview_nodepool_change(values={"requirements": [ON_DEMAND, CATEGORY]}, name="general",
                                             cluster=spot_node.cluster, now=spot_node.clock())
     before, after, deltas = result["before"], result["after"], result["deltas"]
     assert not before["removals"] and not before["replacements"]

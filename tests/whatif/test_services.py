@@ -8,7 +8,8 @@ import pytest
 from django.apps import apps
 
 from console.fleet.models import NodePool
-from console.whatif import services as whatif
+from console.whatif import selectors
+from console.whatif import world as world_
 from tests.whatif.conftest import add_pod
 
 
@@ -20,7 +21,7 @@ def test_preview_never_writes(world: Any) -> None:
     before = row_counts()
     pool = NodePool.objects.get(name="general")
     values = {**pool.field_values(), "limits": {"cpu": "2"}}
-    result = whatif.preview_nodepool_change(values=values, name="general", cluster=world.cluster, now=world.clock())
+    result = selectors.preview_nodepool_change(values=values, name="general", cluster=world.cluster, now=world.clock())
     assert row_counts() == before
     assert NodePool.objects.get(name="general").limits == {"cpu": "16"}
     # 4 pods × 1 cpu do not fit under a 2-cpu limit: some become unschedulable, with the limit as reason.
@@ -36,33 +37,31 @@ def test_why_pending_suggests_tolerating_a_taint(world: Any) -> None:
     add_pod(world, "trainer", namespace="ml", cpu="2", memory="4Gi",
             node_selector={"karpenter.k8s.aws/instance-category": "g"})
     before = row_counts()
-    answer = whatif.why_pending("ml", "trainer", cluster=world.cluster, now=world.clock())
+    answer = selectors.why_pending("ml", "trainer", cluster=world.cluster, now=world.clock())
     assert row_counts() == before
     rows = {r["nodepool"]: r for r in answer["pools"]}
     assert rows["gpu"]["suggestion"] == "tolerate nvidia.com/gpu" and rows["gpu"]["verified"]
     assert rows["general"]["suggestion"] == "allow instance-category g in pool general"
     # Applying each suggestion (in memory) really makes the pod schedulable.
-    live = whatif.live_world(cluster=world.cluster, now=world.clock())
+    live = world_.live_world(cluster=world.cluster, now=world.clock())
     for row in rows.values():
-        changed = whatif.apply_suggestion(live, "ml", "trainer", row["suggestion"])
-        plan = whatif.run_plan(changed)
-        assert "ml/trainer" not in {u["pod"] for u in plan["unschedulable"]}
+        changed = selectors.apply_suggestion(live, "ml", "trainer", row["suggestion"])
+        plan = world_.run_plan(changed)
+        assert "ml/trainer" not in plan.unschedulable
 
 
 def test_why_pending_finds_the_smallest_limit(world: Any) -> None:
     add_pod(world, "big", namespace="shop", cpu="20", memory="8Gi")
-    answer = whatif.why_pending("shop", "big", cluster=world.cluster, now=world.clock())
+    answer = selectors.why_pending("shop", "big", cluster=world.cluster, now=world.clock())
     rows = {r["nodepool"]: r for r in answer["pools"]}
     suggestion = rows["general"]["suggestion"]
     assert suggestion and suggestion.startswith("raise cpu limit of pool general from 16 to "), rows
     wanted = int(suggestion.rsplit(" ", 1)[1])
-    live = whatif.live_world(cluster=world.cluster, now=world.clock())
-    assert "shop/big" not in {u["pod"] for u in whatif.run_plan(
-        whatif.apply_suggestion(live, "shop", "big", suggestion))["unschedulable"]}
+    live = world_.live_world(cluster=world.cluster, now=world.clock())
+    assert "shop/big" not in world_.run_plan(selectors.apply_suggestion(live, "shop", "big", suggestion)).unschedulable
     # One less is not enough: the suggestion is the smallest.
     smaller = f"raise cpu limit of pool general from 16 to {wanted - 1}"
-    assert "shop/big" in {u["pod"] for u in whatif.run_plan(
-        whatif.apply_suggestion(live, "shop", "big", smaller))["unschedulable"]}
+    assert "shop/big" in world_.run_plan(selectors.apply_suggestion(live, "shop", "big", smaller)).unschedulable
 
 
 def karpenter_node(name: str, itype: str = "m5.2xlarge") -> dict[str, Any]:
@@ -84,8 +83,8 @@ def test_why_node_explains_candidates_and_blockers(world: Any) -> None:
     pod["metadata"].setdefault("annotations", {})["karpenter.sh/do-not-disrupt"] = "true"
     world.cluster.apply(pod)
     before = row_counts()
-    idle = whatif.why_node("idle", cluster=world.cluster, now=world.clock())
-    pinned = whatif.why_node("pinned", cluster=world.cluster, now=world.clock())
+    idle = selectors.why_node("idle", cluster=world.cluster, now=world.clock())
+    pinned = selectors.why_node("pinned", cluster=world.cluster, now=world.clock())
     assert row_counts() == before
     assert idle["candidate"] and idle["savings_per_hour"] > 0 and idle["action"]["type"] == "delete", idle
     assert not pinned["candidate"] and "do-not-disrupt" in pinned["blocked_by"], pinned
@@ -103,7 +102,7 @@ def test_preview_leaves_expired_unavailable_offerings_alone(world: Any) -> None:
     UnavailableOffering.objects.create(instance_type="m5.large", zone="us-east-1a", capacity_type="on-demand",
                                        reason="ICE", expires_at=world.clock() - timedelta(minutes=5))
     before = row_counts()
-    whatif.preview_nodepool_change(values={"weight": 50}, name="general", cluster=world.cluster, now=world.clock())
+    selectors.preview_nodepool_change(values={"weight": 50}, name="general", cluster=world.cluster, now=world.clock())
     assert row_counts() == before
 
 
@@ -123,9 +122,9 @@ def test_bench_runs_small(db: Any) -> None:
      "no cheaper replacement"),
 ])
 def test_blocker_categories(reason: str, category: str) -> None:
-    assert whatif._category(reason) == category
+    assert selectors._category(reason) == category
     if category == "no cheaper replacement":
-        assert whatif._cheapest(reason) == {"instance_type": "m5.large", "price_per_hour": 0.096}
+        assert selectors._cheapest(reason) == {"instance_type": "m5.large", "price_per_hour": 0.096}
 
 
 def test_why_node_of_a_deleted_nodepool(world: Any, viewer_client: Any) -> None:
@@ -140,7 +139,7 @@ def test_why_node_of_a_deleted_nodepool(world: Any, viewer_client: Any) -> None:
     NodeClaim.objects.create(name="gone-abc12", nodepool_name="gone", instance_type="m5.2xlarge",
                              capacity_type="on-demand", zone="us-east-1a", node_name="orphan",
                              price_per_hour=Decimal("0.384"), price_source="snapshot")
-    answer = whatif.why_node("orphan", cluster=world.cluster, now=world.clock())
+    answer = selectors.why_node("orphan", cluster=world.cluster, now=world.clock())
     assert answer["nodepool_deleted"] and answer["nodepool"] == "gone" and not answer["candidate"]
     assert "was deleted" in answer["blocked_by"] and "not found in the input" not in answer["blocked_by"]
     assert answer["savings_per_hour"] == 0.384

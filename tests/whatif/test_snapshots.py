@@ -12,11 +12,12 @@ import pytest
 import yaml
 from django.apps import apps
 
-from console.whatif import services as whatif
+from console.whatif import selectors, services
+from console.whatif import world as world_
 from console.whatif.models import Snapshot
-from packing import plan_cli
+from packing import api, plan_cli
+from packing.api import InputError
 from packing.disruption import cli as consolidate_cli
-from packing.kubeobjects import InputError
 from tests.whatif.conftest import add_pod
 
 AT = datetime(2026, 11, 30, 6, 0, tzinfo=UTC)
@@ -37,11 +38,11 @@ def strip_timing(d: dict[str, Any]) -> dict[str, Any]:
 def test_replay_equals_the_cli(world: Any, tmp_path: Path) -> None:
     add_pod(world, "trainer", namespace="ml", cpu="2", memory="4Gi",
             node_selector={"karpenter.k8s.aws/instance-category": "g"})
-    text = whatif.live_snapshot_yaml(cluster=world.cluster)
+    text = selectors.live_snapshot_yaml(cluster=world.cluster)
     path = tmp_path / "live.yaml"
     path.write_text(text)
-    snap = whatif.snapshot_create(name="now", files=[("live.yaml", text)], taken_at=AT)
-    replay = whatif.snapshot_replay(whatif.snapshot_files(snap.yaml, snap.filenames, snap.lengths), at=AT)
+    snap = services.snapshot_create(name="now", files=[("live.yaml", text)], taken_at=AT)
+    replay = selectors.replay_files(selectors.snapshot_files(snap), at=AT)
     assert strip_timing(replay["plan"]) == strip_timing(cli(plan_cli, [str(path)]))
     assert strip_timing(replay["consolidate"]) == strip_timing(
         cli(consolidate_cli, [str(path), "--at", "2026-11-30T06:00:00Z"]))
@@ -50,16 +51,16 @@ def test_replay_equals_the_cli(world: Any, tmp_path: Path) -> None:
 
 def test_preview_equals_the_cli_for_the_same_snapshot(world: Any, tmp_path: Path) -> None:
     """The preview's "after" is what the CLI prints for the snapshot holding the edited NodePool."""
-    live = whatif.live_world(cluster=world.cluster, now=AT)
+    live = world_.live_world(cluster=world.cluster, now=AT)
     live.pending_keys = None  # the CLI plans for every unbound pod
     values = {"limits": {"cpu": "3"}}
-    result = whatif.preview_nodepool_change(values=values, name="general", world=live)
+    result = selectors.preview_nodepool_change(values=values, name="general", world=live)
     edited = next(p for p in live.pools if p.name == "general")
-    after = live.replaced(pool=whatif._model_instance(type(edited), values, edited))
+    after = live.replaced(pool=world_.edited_instance(type(edited), values, edited))
     path = tmp_path / "after.yaml"
     path.write_text(yaml.safe_dump_all(after.docs()))
     expected = cli(plan_cli, [str(path)])
-    assert strip_timing(whatif.run_world(after).plan) == strip_timing(expected)
+    assert strip_timing(api.plan_json(world_.run_world(after).plan)) == strip_timing(expected)
     assert result["after"]["cost_per_hour_launch"] == expected["summary"]["cost_per_hour"]
     assert set(result["after"]["unschedulable"]) == {u["pod"] for u in expected["unschedulable"]}
     assert len(result["after"]["launch"]) == len(expected["nodeclaims"])
@@ -87,24 +88,24 @@ spec: {containers: [{name: c, resources: {requests: {cpu: lots}}}]}
 ])
 def test_bad_snapshots_are_refused_and_nothing_saved(db: Any, files: list[tuple[str, str]], needle: str) -> None:
     with pytest.raises(InputError) as err:
-        whatif.snapshot_create(name="bad", files=files)
+        services.snapshot_create(name="bad", files=files)
     assert needle in str(err.value)
     assert Snapshot.objects.count() == 0
 
 
 def test_oversized_snapshot_is_refused(db: Any, monkeypatch: Any) -> None:
-    monkeypatch.setattr(whatif, "MAX_SNAPSHOT_BYTES", 100)
+    monkeypatch.setattr(services, "MAX_SNAPSHOT_BYTES", 100)
     with pytest.raises(InputError, match="limit is 100"):
-        whatif.snapshot_create(name="big", files=[("big.yaml", "apiVersion: v1\nkind: List\nitems: []\n" * 5)])
+        services.snapshot_create(name="big", files=[("big.yaml", "apiVersion: v1\nkind: List\nitems: []\n" * 5)])
     assert Snapshot.objects.count() == 0
 
 
 def test_compare(world: Any) -> None:
-    a = whatif.snapshot_replay([("a.yaml", whatif.live_snapshot_yaml(cluster=world.cluster))], at=AT)
+    a = selectors.replay_files([("a.yaml", selectors.live_snapshot_yaml(cluster=world.cluster))], at=AT)
     add_pod(world, "trainer", namespace="ml", cpu="2", memory="4Gi",
             node_selector={"karpenter.k8s.aws/instance-category": "g"})
-    b = whatif.snapshot_replay([("b.yaml", whatif.live_snapshot_yaml(cluster=world.cluster))], at=AT)
-    cmp = whatif.snapshot_compare(a, b)
+    b = selectors.replay_files([("b.yaml", selectors.live_snapshot_yaml(cluster=world.cluster))], at=AT)
+    cmp = selectors.snapshot_compare(a, b)
     assert cmp["unschedulable_only_in_b"] == ["ml/trainer"] and cmp["b"]["pending_pods"] == cmp["a"]["pending_pods"] + 1
     assert {m._meta.label for m in apps.get_models()} >= {"whatif.Snapshot"}
 
@@ -121,7 +122,7 @@ def test_errors_are_the_clis_messages(db: Any, tmp_path: Path, text: str) -> Non
     err = io.StringIO()
     assert consolidate_cli.main([str(path)], stdout=io.StringIO(), stderr=err) == 2
     with pytest.raises(InputError) as ours:
-        whatif.snapshot_validate([(str(path), text)])
+        services.snapshot_validate([(str(path), text)])
     assert err.getvalue().strip() == f"error: {ours.value}"
 
 
@@ -146,9 +147,9 @@ def big_snapshot(target: int) -> str:
 
 
 def test_a_20_mb_snapshot_is_accepted(db: Any) -> None:
-    text = big_snapshot(whatif.MAX_SNAPSHOT_BYTES - 200_000)
-    snap = whatif.snapshot_create(name="big", files=[("big.yaml", text)])
+    text = big_snapshot(services.MAX_SNAPSHOT_BYTES - 200_000)
+    snap = services.snapshot_create(name="big", files=[("big.yaml", text)])
     assert snap.size > 19 * 2**20 and Snapshot.objects.count() == 1
     with pytest.raises(InputError, match="the limit is"):
-        whatif.snapshot_create(name="too big", files=[("big.yaml", text + "#" * 300_000)])
+        services.snapshot_create(name="too big", files=[("big.yaml", text + "#" * 300_000)])
     assert Snapshot.objects.count() == 1

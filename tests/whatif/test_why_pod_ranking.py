@@ -8,7 +8,7 @@ from typing import Any
 
 from django.test import Client
 
-from console.whatif import services as whatif
+from console.whatif import selectors
 from tests.whatif.conftest import add_pod
 
 
@@ -17,7 +17,7 @@ def test_toleration_before_removing_a_requirement(world: Any) -> None:
     # requirement; pool gpu needs the pod to tolerate its taint.
     add_pod(world, "trainer", namespace="ml", cpu="1500m", memory="4Gi",
             node_selector={"karpenter.k8s.aws/instance-family": "g5"})
-    answer = whatif.why_pending("ml", "trainer", cluster=world.cluster, now=world.clock())
+    answer = selectors.why_pending("ml", "trainer", cluster=world.cluster, now=world.clock())
     rows = answer["pools"]
     assert [r["nodepool"] for r in rows] == ["gpu", "general"], rows
     assert rows[0]["suggestion"] == "tolerate nvidia.com/gpu" and rows[0]["recommended"]
@@ -31,8 +31,8 @@ def test_toleration_before_removing_a_requirement(world: Any) -> None:
 def test_among_equal_changes_the_cheaper_first(world: Any) -> None:
     add_pod(world, "trainer", namespace="ml", cpu="2", memory="4Gi",
             node_selector={"karpenter.k8s.aws/instance-category": "g"})
-    rows = whatif.why_pending("ml", "trainer", cluster=world.cluster, now=world.clock())["pools"]
-    kinds = [whatif.CHANGE_KINDS[r["change_kind"]][0] for r in rows]
+    rows = selectors.why_pending("ml", "trainer", cluster=world.cluster, now=world.clock())["pools"]
+    kinds = [selectors.CHANGE_KINDS[r["change_kind"]][0] for r in rows]
     assert kinds == sorted(kinds)
     assert rows[0]["change_kind"] == "toleration" and rows[1]["change_kind"] == "allow"
 

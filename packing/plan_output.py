@@ -1,0 +1,106 @@
+"""The plan as the plan CLI prints it: a JSON document (`--output json`, the shape other tools read) or a text
+listing. The console stores the same document when it saves a replay; every key stays (add, never rename)."""
+
+from __future__ import annotations
+
+from typing import Any, TextIO
+
+from packing.scheduling import ExistingPlacement, PlannedNodeClaim, Results
+
+__all__ = ["existing_json", "nodeclaim_json", "render_json", "render_text", "unschedulable_json"]
+
+
+def nodeclaim_json(c: PlannedNodeClaim) -> dict[str, Any]:
+    """One planned NodeClaim as the document's `nodeclaims` list holds it (a replacement in a consolidation
+    action has the same shape)."""
+    return {
+        "name": c.name,
+        "nodepool": c.nodepool,
+        "instance_type": c.instance_type,
+        "instance_type_options": c.instance_type_options,
+        "capacity_type": c.capacity_type,
+        "zone": c.zone,
+        "price_per_hour": round(c.price_per_hour, 6),
+        "labels": c.labels,
+        "taints": [t.to_dict() for t in c.taints],
+        "startup_taints": [t.to_dict() for t in c.startup_taints],
+        "pods": sorted(p.key for p in c.pods),
+        "requests": c.requests.to_strings(),
+        "allocatable": c.allocatable.to_strings(),
+    }
+
+
+def existing_json(e: ExistingPlacement) -> dict[str, Any]:
+    return {
+        "name": e.name,
+        "kind": e.kind,
+        "pods": sorted(p.key for p in e.pods),
+        "price_per_hour": e.price_per_hour,
+    }
+
+
+def unschedulable_json(pod: str, reasons: list[tuple[str, str]]) -> dict[str, Any]:
+    """One unschedulable pod with one reason per NodePool (nodepool "" when no NodePool is to blame)."""
+    return {"pod": pod, "reasons": [{"nodepool": np_, "reason": r} for np_, r in reasons]}
+
+
+def render_json(res: Results) -> dict[str, Any]:
+    """The `--output json` document of a plan."""
+    return {
+        "nodeclaims": [nodeclaim_json(c) for c in res.nodeclaims],
+        "existing_nodes": [existing_json(e) for e in res.existing],
+        "unschedulable": [unschedulable_json(pod, reasons) for pod, reasons in sorted(res.unschedulable.items())],
+        "summary": {
+            "pending_pods": res.pending,
+            "scheduled": res.scheduled,
+            "unschedulable": len(res.unschedulable),
+            "new_nodeclaims": len(res.nodeclaims),
+            "cost_per_hour": res.cost_per_hour,
+            "lower_bound_per_hour": None if res.lower_bound is None else round(res.lower_bound, 6),
+            "existing_cost_per_hour": res.existing_cost_per_hour,
+            "solve_seconds": round(res.solve_seconds, 4),
+        },
+    }
+
+
+def render_text(res: Results, out: TextIO) -> None:
+    """The `--output text` listing of a plan."""
+    w = out.write
+    if res.nodeclaims:
+        rows = [("NODECLAIM", "NODEPOOL", "TYPE", "ZONE", "CAPACITY", "$/H", "PODS")]
+        for c in res.nodeclaims:
+            pods = ", ".join(sorted(p.key for p in c.pods))
+            rows.append(
+                (
+                    c.name,
+                    c.nodepool,
+                    c.instance_type,
+                    c.zone,
+                    c.capacity_type,
+                    f"{c.price_per_hour:.4f}",
+                    pods,
+                )
+            )
+        widths = [max(len(r[i]) for r in rows) for i in range(6)]
+        w("Nodes to launch:\n")
+        for r in rows:
+            w("  " + "  ".join(r[i].ljust(widths[i]) for i in range(6)) + "  " + r[6] + "\n")
+    else:
+        w("Nodes to launch: none\n")
+    placed = [e for e in res.existing if e.pods]
+    if placed:
+        w("Placed on existing nodes:\n")
+        for e in placed:
+            w(f"  {e.name}: {', '.join(sorted(p.key for p in e.pods))}\n")
+    if res.unschedulable:
+        w("Unschedulable pods:\n")
+        for pod, reasons in sorted(res.unschedulable.items()):
+            w(f"  {pod}\n")
+            for np_, why in reasons:
+                w(f"    - nodepool {np_}: {why}\n" if np_ else f"    - {why}\n")
+    bound = "n/a" if res.lower_bound is None else f"${res.lower_bound:.4f}/h"
+    w(
+        f"Pods: {res.pending} pending, {res.scheduled} scheduled, {len(res.unschedulable)} unschedulable; "
+        f"{len(res.nodeclaims)} new nodeclaims\n"
+    )
+    w(f"Total cost: ${res.cost_per_hour:.4f}/h   Lower bound: {bound}   Solve: {res.solve_seconds:.3f}s\n")

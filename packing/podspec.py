@@ -1,0 +1,269 @@
+"""Reading a pod spec (a Pod's, or a workload's or DaemonSet's template) and its parts: node requirements,
+label selectors, taints, tolerations, affinity terms, topology spreads, containers and host ports.
+
+Every reader takes the raw value and its path and raises packing.fields.FieldError naming the field.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from packing.fields import (
+    FieldError,
+    as_int,
+    as_list,
+    as_object,
+    as_str,
+    bounded,
+    resources,
+    str_map,
+)
+from packing.nodepool import HOSTNAME_LABEL
+from packing.pods import (
+    ContainerResources,
+    HostPort,
+    LabelSelector,
+    Pod,
+    PodAffinityTerm,
+    TopologySpread,
+    pod_requests,
+)
+from packing.requirements import OPERATORS, Requirement, RequirementError, Requirements
+from packing.taints import EFFECTS, Taint, Toleration
+from packing.yamlinput import brief
+
+__all__ = [
+    "affinity_term",
+    "label_selector",
+    "parse_pod_spec",
+    "requirement",
+    "taint",
+    "taints",
+    "toleration",
+]
+
+
+def requirement(d: Any, path: str) -> Requirement:
+    o = as_object(d, path)
+    key = as_str(o.get("key"), f"{path}.key", required=True)
+    op = as_str(o.get("operator"), f"{path}.operator", required=True)
+    if op not in OPERATORS:
+        raise FieldError(
+            f"{path}.operator", f"unknown operator {brief(op)} (expected one of {', '.join(OPERATORS)})"
+        )
+    values = [as_str(v, f"{path}.values[{i}]") for i, v in enumerate(as_list(o.get("values"), f"{path}.values"))]
+    try:
+        return Requirement.new(key, op, values)
+    except RequirementError as e:
+        raise FieldError(f"{path}.values", str(e)) from None
+
+
+def label_selector(d: Any, path: str) -> LabelSelector | None:
+    if d is None:
+        return None
+    o = as_object(d, path)
+    reqs = [
+        Requirement.new(k, "In", [v])
+        for k, v in str_map(o.get("matchLabels"), f"{path}.matchLabels").items()
+    ]
+    for i, e in enumerate(as_list(o.get("matchExpressions"), f"{path}.matchExpressions")):
+        r = requirement(e, f"{path}.matchExpressions[{i}]")
+        if r.operator not in ("In", "NotIn", "Exists", "DoesNotExist"):
+            raise FieldError(
+                f"{path}.matchExpressions[{i}].operator",
+                f"operator {r.operator} not allowed in a label selector",
+            )
+        reqs.append(r)
+    return LabelSelector(Requirements(reqs))
+
+
+def taint(d: Any, path: str) -> Taint:
+    o = as_object(d, path)
+    effect = as_str(o.get("effect"), f"{path}.effect", required=True)
+    if effect not in EFFECTS:
+        raise FieldError(f"{path}.effect", f"unknown effect {brief(effect)}")
+    return Taint(
+        as_str(o.get("key"), f"{path}.key", required=True), as_str(o.get("value"), f"{path}.value"), effect
+    )
+
+
+def taints(d: Any, path: str) -> tuple[Taint, ...]:
+    return tuple(taint(t, f"{path}[{i}]") for i, t in enumerate(as_list(d, path)))
+
+
+def toleration(d: Any, path: str) -> Toleration:
+    o = as_object(d, path)
+    op = as_str(o.get("operator"), f"{path}.operator", default="Equal")
+    if op not in ("Equal", "Exists"):
+        raise FieldError(f"{path}.operator", f"unknown operator {brief(op)} (expected Equal or Exists)")
+    effect = as_str(o.get("effect"), f"{path}.effect")
+    if effect and effect not in EFFECTS:
+        raise FieldError(f"{path}.effect", f"unknown effect {brief(effect)}")
+    return Toleration(as_str(o.get("key"), f"{path}.key"), op, as_str(o.get("value"), f"{path}.value"), effect)
+
+
+def affinity_term(d: Any, path: str, namespace: str) -> PodAffinityTerm:
+    o = as_object(d, path)
+    sel = label_selector(o.get("labelSelector"), f"{path}.labelSelector")
+    nss = frozenset(
+        as_str(v, f"{path}.namespaces[{i}]")
+        for i, v in enumerate(as_list(o.get("namespaces"), f"{path}.namespaces"))
+    )
+    key = as_str(o.get("topologyKey"), f"{path}.topologyKey", required=True)
+    # a null selector selects nothing; model it as a requirement no pod can meet
+    selector = sel or LabelSelector(Requirements([Requirement.new("loadmaster.dev/never", "In", ["\x00"])]))
+    return PodAffinityTerm(selector, key, nss or frozenset({namespace}))
+
+
+def _containers(d: Any, path: str, *, init: bool) -> list[ContainerResources]:
+    out = []
+    for i, c in enumerate(as_list(d, path)):
+        cp = f"{path}[{i}]"
+        co = as_object(c, cp)
+        res = as_object(co.get("resources"), f"{cp}.resources")
+        out.append(
+            ContainerResources(
+                resources(res.get("requests"), f"{cp}.resources.requests"),
+                resources(res.get("limits"), f"{cp}.resources.limits"),
+                restart_always=init and co.get("restartPolicy") == "Always",
+            )
+        )
+    return out
+
+
+def parse_pod_spec(
+    meta: Mapping[str, Any], spec: Mapping[str, Any], path: str, *, name: str, namespace: str
+) -> Pod:
+    sp = f"{path}spec"
+    containers = _containers(spec.get("containers"), f"{sp}.containers", init=False)
+    inits = _containers(spec.get("initContainers"), f"{sp}.initContainers", init=True)
+    overhead = resources(spec.get("overhead"), f"{sp}.overhead")
+    requests = bounded(pod_requests(containers, inits, overhead), f"{sp}.containers[*].resources.requests")
+    labels = str_map(meta.get("labels"), f"{path}metadata.labels")
+    node_selector = str_map(spec.get("nodeSelector"), f"{sp}.nodeSelector")
+    aff = as_object(spec.get("affinity"), f"{sp}.affinity")
+    na = as_object(aff.get("nodeAffinity"), f"{sp}.affinity.nodeAffinity")
+    rp = f"{sp}.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution"
+    req = as_object(na.get("requiredDuringSchedulingIgnoredDuringExecution"), rp)
+    terms = []
+    for i, t in enumerate(as_list(req.get("nodeSelectorTerms"), f"{rp}.nodeSelectorTerms")):
+        tp = f"{rp}.nodeSelectorTerms[{i}]"
+        to = as_object(t, tp)
+        exprs = [
+            requirement(e, f"{tp}.matchExpressions[{j}]")
+            for j, e in enumerate(as_list(to.get("matchExpressions"), f"{tp}.matchExpressions"))
+        ]
+        for j, e in enumerate(as_list(to.get("matchFields"), f"{tp}.matchFields")):
+            r = requirement(e, f"{tp}.matchFields[{j}]")
+            # metadata.name is the only matchFields key; on a node it equals the hostname label
+            exprs.append(
+                Requirement(HOSTNAME_LABEL, r.complement, r.values, r.allow_absent, r.gt, r.lt, r.operator)
+            )
+        terms.append(Requirements(exprs))
+    pp = f"{sp}.affinity.nodeAffinity.preferredDuringSchedulingIgnoredDuringExecution"
+    preferred = []
+    for i, t in enumerate(as_list(na.get("preferredDuringSchedulingIgnoredDuringExecution"), pp)):
+        to = as_object(t, f"{pp}[{i}]")
+        pref = as_object(to.get("preference"), f"{pp}[{i}].preference")
+        exprs = [
+            requirement(e, f"{pp}[{i}].preference.matchExpressions[{j}]")
+            for j, e in enumerate(
+                as_list(pref.get("matchExpressions"), f"{pp}[{i}].preference.matchExpressions")
+            )
+        ]
+        preferred.append((as_int(to.get("weight"), f"{pp}[{i}].weight", 1, lo=1, hi=100), Requirements(exprs)))
+
+    def pod_terms(kind: str) -> tuple[tuple[PodAffinityTerm, ...], tuple[tuple[int, PodAffinityTerm], ...]]:
+        base = f"{sp}.affinity.{kind}"
+        o = as_object(aff.get(kind), base)
+        rq = tuple(
+            affinity_term(t, f"{base}.requiredDuringSchedulingIgnoredDuringExecution[{i}]", namespace)
+            for i, t in enumerate(
+                as_list(
+                    o.get("requiredDuringSchedulingIgnoredDuringExecution"),
+                    f"{base}.requiredDuringSchedulingIgnoredDuringExecution",
+                )
+            )
+        )
+        pf = []
+        for i, t in enumerate(
+            as_list(
+                o.get("preferredDuringSchedulingIgnoredDuringExecution"),
+                f"{base}.preferredDuringSchedulingIgnoredDuringExecution",
+            )
+        ):
+            tp = f"{base}.preferredDuringSchedulingIgnoredDuringExecution[{i}]"
+            to = as_object(t, tp)
+            pf.append(
+                (
+                    as_int(to.get("weight"), f"{tp}.weight", 1, lo=1, hi=100),
+                    affinity_term(to.get("podAffinityTerm"), f"{tp}.podAffinityTerm", namespace),
+                )
+            )
+        return rq, tuple(pf)
+
+    affinity, pref_aff = pod_terms("podAffinity")
+    anti, pref_anti = pod_terms("podAntiAffinity")
+    spreads = []
+    for i, t in enumerate(as_list(spec.get("topologySpreadConstraints"), f"{sp}.topologySpreadConstraints")):
+        tp = f"{sp}.topologySpreadConstraints[{i}]"
+        to = as_object(t, tp)
+        when = as_str(to.get("whenUnsatisfiable"), f"{tp}.whenUnsatisfiable", default="DoNotSchedule")
+        if when not in ("DoNotSchedule", "ScheduleAnyway"):
+            raise FieldError(
+                f"{tp}.whenUnsatisfiable", f"must be DoNotSchedule or ScheduleAnyway, got {brief(when)}"
+            )
+        skew = as_int(to.get("maxSkew"), f"{tp}.maxSkew", 1, lo=1)
+        sel = label_selector(to.get("labelSelector"), f"{tp}.labelSelector") or LabelSelector(
+            Requirements([Requirement.new("loadmaster.dev/never", "In", ["\x00"])])
+        )
+        spreads.append(
+            TopologySpread(
+                skew,
+                as_str(to.get("topologyKey"), f"{tp}.topologyKey", required=True),
+                when,
+                sel,
+                as_int(to.get("minDomains"), f"{tp}.minDomains", 1, lo=1),
+            )
+        )
+    ports = []
+    for i, c in enumerate(as_list(spec.get("containers"), f"{sp}.containers")):
+        for j, p in enumerate(
+            as_list(as_object(c, f"{sp}.containers[{i}]").get("ports"), f"{sp}.containers[{i}].ports")
+        ):
+            po = as_object(p, f"{sp}.containers[{i}].ports[{j}]")
+            hp = as_int(po.get("hostPort"), f"{sp}.containers[{i}].ports[{j}].hostPort", 0, lo=0, hi=65535)
+            if hp:
+                ports.append(
+                    HostPort(
+                        hp,
+                        as_str(po.get("protocol"), f"{sp}.containers[{i}].ports[{j}].protocol", default="TCP"),
+                        as_str(po.get("hostIP"), f"{sp}.containers[{i}].ports[{j}].hostIP"),
+                    )
+                )
+    owners = as_list(meta.get("ownerReferences"), f"{path}metadata.ownerReferences")
+    owner = as_object(owners[0], f"{path}metadata.ownerReferences[0]") if owners else {}
+    return Pod(
+        name=name,
+        namespace=namespace,
+        labels=labels,
+        requests=requests,
+        node_selector=node_selector,
+        required_terms=tuple(terms),
+        preferred_terms=tuple(preferred),
+        tolerations=tuple(
+            toleration(t, f"{sp}.tolerations[{i}]")
+            for i, t in enumerate(as_list(spec.get("tolerations"), f"{sp}.tolerations"))
+        ),
+        spread=tuple(spreads),
+        affinity=affinity,
+        anti_affinity=anti,
+        preferred_affinity=pref_aff,
+        preferred_anti_affinity=pref_anti,
+        host_ports=tuple(ports),
+        node_name=as_str(spec.get("nodeName"), f"{sp}.nodeName"),
+        owner_kind=str(owner.get("kind", "")),
+        owner_name=str(owner.get("name", "")),
+        uid=as_str(meta.get("uid"), f"{path}metadata.uid"),
+    )
