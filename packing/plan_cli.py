@@ -16,9 +16,7 @@ from packing.kubeobjects import Inputs, expand_workloads, load_files
 from packing.plan_output import render_json, render_text
 from packing.planning import plan, resolve_catalog, skipped_notice
 
-# render_json is re-exported for packing.disruption.engine, which imports it from here, until it imports
-# packing.plan_output (issue 15: the engine's split); nothing else should.
-__all__ = ["build_parser", "main", "render_json"]
+__all__ = ["build_parser", "main"]
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -39,9 +39,9 @@ from packing.disruption.repack import REPACK_MIN_DOLLARS, REPACK_MIN_FRACTION, R
 from packing.disruption.singlenode import SingleNode
 from packing.disruption.spared import not_disrupted
 from packing.disruption.state import RunState
-from packing.plan_cli import render_json
+from packing.plan_output import nodeclaim_json
 from packing.scheduling.amounts import clamped_node, clamped_pod, representable_types
-from packing.scheduling.scheduler import PlannedNodeClaim, Results, gc_paused
+from packing.scheduling.scheduler import PlannedNodeClaim, gc_paused
 
 __all__ = [
     "MAX_MULTI_CANDIDATES",
@@ -95,7 +95,7 @@ def _run_methods(order: tuple[Method, ...]) -> None:
 def _replacements(launched: list[tuple[PlannedNodeClaim, list[str] | None]]) -> list[dict[str, Any]]:
     """An action's new nodeclaims as `python -m packing plan` prints them, with the instance types each may launch."""
     claims = [c for c, _ in launched]
-    replacements: list[dict[str, Any]] = render_json(Results(nodeclaims=claims))["nodeclaims"] if claims else []
+    replacements = [nodeclaim_json(c) for c in claims]
     for (_, options), obj in zip(launched, replacements, strict=True):
         if options is not None:
             obj["instance_type_options"] = options

@@ -13,6 +13,7 @@ from datetime import datetime
 from typing import Any
 
 from packing.disruption.model import (
+    DEFAULT_CONSOLIDATE_AFTER,
     DEFAULT_EXPIRE_AFTER,
     DEFAULT_POLICY,
     DISRUPTED_TAINT,
@@ -22,7 +23,6 @@ from packing.disruption.model import (
     NodeInfo,
     PodMeta,
 )
-from packing.durations import parse_duration
 from packing.fields import FieldError, as_object, duration, string_values, timestamp
 from packing.instancetype import InstanceType
 from packing.kubeobjects import (
@@ -33,6 +33,7 @@ from packing.kubeobjects import (
     load_files,
     parse_documents,
 )
+from packing.nodepool import BUDGET_NODES_DEFAULT
 from packing.yamlinput import brief
 
 __all__ = ["Extras", "build_cluster", "parse_texts", "read_extras", "read_files"]
@@ -62,7 +63,7 @@ def _settings(spec: Mapping[str, Any], path: str) -> DisruptionSettings:
         policy = "WhenEmptyOrUnderutilized"
     if policy not in POLICIES:
         raise FieldError(f"{path}spec.disruption.consolidationPolicy", f"must be one of {', '.join(POLICIES)}, got {brief(policy)}")
-    after = duration(d.get("consolidateAfter"), f"{path}spec.disruption.consolidateAfter", parse_duration("0s"))
+    after = duration(d.get("consolidateAfter"), f"{path}spec.disruption.consolidateAfter", DEFAULT_CONSOLIDATE_AFTER)
     tspec = as_object(as_object(spec.get("template"), f"{path}spec.template").get("spec"), f"{path}spec.template.spec")
     if "expireAfter" in tspec:
         expire = duration(tspec.get("expireAfter"), f"{path}spec.template.spec.expireAfter", DEFAULT_EXPIRE_AFTER)
@@ -87,7 +88,7 @@ def _settings(spec: Mapping[str, Any], path: str) -> DisruptionSettings:
 def _budget(b: Any, i: int) -> Budget:
     if not isinstance(b, Mapping):
         return Budget(index=i, error=f"must be an object, got {type(b).__name__}")
-    nodes = b.get("nodes", "10%")
+    nodes = b.get("nodes", BUDGET_NODES_DEFAULT)
     if isinstance(nodes, bool) or not isinstance(nodes, str | int) or len(str(nodes)) > 12:
         return Budget(index=i, error=f"nodes {brief(nodes)} must be a count or a percent")
     reasons = b.get("reasons")
