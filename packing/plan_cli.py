@@ -21,7 +21,8 @@ from packing.kubeobjects import (
     load_files,
 )
 from packing.nodepool import ExistingNodeSpec
-from packing.scheduling.scheduler import Results, Scheduler
+from packing.scheduling.results import Results
+from packing.scheduling.scheduler import Scheduler
 
 __all__ = ["add_input_arguments", "build_parser", "main", "plan_from_inputs", "render_json", "render_text"]
 

@@ -36,7 +36,8 @@ from packing.instancetype import InstanceType
 from packing.kubeobjects import Inputs, expand_workloads, inflight_claims
 from packing.nodepool import ExistingNodeSpec
 from packing.nodepool import NodePool as EnginePool
-from packing.scheduling.scheduler import Results, Scheduler
+from packing.scheduling.results import Results
+from packing.scheduling.scheduler import Scheduler
 
 log = logging.getLogger(__name__)
 

@@ -57,7 +57,9 @@ from packing.nodepool import CAPACITY_TYPE_LABEL, INSTANCE_TYPE_LABEL, ZONE_LABE
 from packing.plan_cli import render_json
 from packing.pods import Pod
 from packing.scheduling.amounts import clamped_node, clamped_pod, representable_types
-from packing.scheduling.scheduler import Results, Scheduler, gc_paused
+from packing.scheduling.gcpause import gc_paused
+from packing.scheduling.results import Results
+from packing.scheduling.scheduler import Scheduler
 
 __all__ = ["MAX_MULTI_CANDIDATES", "SPOT_TO_SPOT_MIN_TYPES", "MinSavings", "consolidate", "parse_time"]
 

@@ -20,7 +20,8 @@ from packing.nodepool import ExistingNodeSpec, NodePool
 from packing.pods import Pod
 from packing.requirements import Requirement, Requirements
 from packing.resources import MAX_AMOUNT, Resources
-from packing.scheduling.scheduler import Results, Scheduler
+from packing.scheduling.results import Results
+from packing.scheduling.scheduler import Scheduler
 from packing.scheduling.verify import check_plan
 
 IT = "node.kubernetes.io/instance-type"
