@@ -14,6 +14,8 @@ __all__ = ["FirstFitIndex", "HasRoom"]
 
 
 class HasRoom(Protocol):
+    """What the index holds: an ExistingNode or a NodeClaim, its position in the index and its free room."""
+
     pos: int
 
     def free_room(self) -> Vec: ...

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Collection, Mapping, Sequence
+from enum import StrEnum
 
 from packing.instancetype import InstanceType
 from packing.nodepool import (
@@ -32,7 +33,12 @@ from packing.scheduling.results import Results
 from packing.scheduling.solve import Solve
 from packing.scheduling.templates import PoolTemplate
 
-__all__ = ["Scheduler"]
+__all__ = ["Scheduler", "Strategy"]
+
+
+class Strategy(StrEnum):
+    COST = "cost"  # the cost packer for pods without topology involvement, pod-by-pod first-fit for the rest
+    GREEDY = "greedy"  # every pod through Karpenter's pod-by-pod first-fit (the benchmark's baseline)
 
 
 class Scheduler:
@@ -120,14 +126,14 @@ class Scheduler:
         *,
         exclude_nodes: Collection[str] = (),
         lower_bound: bool = False,
-        strategy: str = "cost",
+        strategy: Strategy | str = Strategy.COST,
     ) -> Results:
         """Plan for `pods`. exclude_nodes: existing nodes to pretend are gone (what-if for disruption).
 
         strategy="greedy" sends every pod through Karpenter's pod-by-pod first-fit instead of the cost packer;
         the benchmark uses it as the Karpenter-style baseline.
         """
-        if strategy not in ("cost", "greedy"):
+        if strategy not in tuple(Strategy):
             raise ValueError(f"unknown strategy {strategy!r}")
         with gc_paused():
-            return Solve(self, pods, frozenset(exclude_nodes), greedy=strategy == "greedy").run(lower_bound)
+            return Solve(self, pods, frozenset(exclude_nodes), greedy=strategy == Strategy.GREEDY).run(lower_bound)

@@ -143,7 +143,7 @@ class PoolTemplate:
         # per requirements, for pools without limits (limits make both depend on the solve's usage)
         self.frontier_cache: dict[Requirements, npt.NDArray[np.int64]] = {}
         self.launch_cache: dict[Requirements, LaunchOptions] = {}
-        self.universe: dict[str, frozenset[str]] = {}
+        self.universe: dict[str, frozenset[str]] = {}  # per label key: the values domains() found
 
     def viable(self, reqs: Requirements) -> list[TypeOption]:
         """Options whose labels and some offering satisfy the type-determined part of `reqs`, cheapest first."""
