@@ -5,7 +5,7 @@ on existing nodes (and in-flight NodeClaims), then on NodeClaims opened earlier 
 NodeClaim from the heaviest NodePool that accepts it, relaxing preferences one step at a time when nothing
 takes it. Two departures make the plan cheaper than Karpenter's:
 
-- pods with no topology involvement (no spread, pod (anti)-affinity or host ports, and selected by none)
+- pods with no topology involvement (no spread, pod (anti-)affinity or host ports, and selected by none)
   skip the pod-by-pod greedy for new capacity and are packed in bulk (packing.scheduling.bulk);
 - pod-by-pod NodeClaims may not grow past the most cost-efficient node size for the pending pods, so
   first-fit does not end in oversized (often metal) types with poor $/resource.
