@@ -63,7 +63,8 @@ from packing.pods import Pod
 from packing.podspec import parse_pod_spec
 from packing.quantity import QuantityError, format_quantity, parse_quantity
 from packing.resources import Resources
-from packing.scheduling import ExistingPlacement, PlannedNodeClaim, Results, Scheduler
+from packing.scheduling.results import ExistingPlacement, PlannedNodeClaim, Results
+from packing.scheduling.scheduler import Scheduler
 
 __all__ = [
     "DEFAULT_MAX_INPUT_BYTES",

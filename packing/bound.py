@@ -20,10 +20,13 @@ from packing.nodepool import CAPACITY_TYPE_LABEL, HOSTNAME_LABEL, ZONE_LABEL
 from packing.pods import Pod
 from packing.requirements import Requirements
 from packing.resources import CPU, MEMORY, PODS
+from packing.scheduling.vectors import undominated
 from packing.taints import Toleration, first_untolerated
 
 if TYPE_CHECKING:
-    from packing.scheduling.scheduler import PoolTemplate, Results, Scheduler
+    from packing.scheduling.results import Results
+    from packing.scheduling.scheduler import Scheduler
+    from packing.scheduling.templates import PoolTemplate
 
 __all__ = ["lower_bound"]
 
@@ -51,8 +54,6 @@ _MAX_COLUMNS = 80_000
 
 
 def lower_bound(sched: Scheduler, results: Results, pending: Sequence[Pod]) -> float:
-    from packing.scheduling.scheduler import undominated
-
     placed = [p for c in results.nodeclaims for p in c.pods] + [p for e in results.existing for p in e.pods]
     if not any(c.pods for c in results.nodeclaims):
         return 0.0

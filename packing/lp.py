@@ -1,16 +1,18 @@
-"""Linear programs solved with HiGHS, for the lower bound (packing.bound) and the packer's type mix.
+"""Linear programs solved with HiGHS, for the lower bound (packing.bound) and the packer's type mix
+(packing.scheduling.typemix).
 
-Every call builds its own HiGHS instance: nothing is shared between calls, so solves on several threads at
-once never touch the same solver (one module-global instance shared by the bound and the packer crashed the
-process with a segmentation fault when threads solved at once). Constructing an instance costs about 50 µs
-(measured with highspy 1.16: 0.046 ms per construction against 0.8 µs for clearModel on a kept instance);
-the plan and consolidate benchmarks solve a few hundred LPs in all, so the per-call instance costs well under
-1% of their time and needs no per-thread cache (see README "Performance").
+Every call builds its own HiGHS instance and nothing else is kept between calls, so solves on several threads
+at once never touch the same solver (one module-global instance shared by the bound and the packer crashed
+the process with a segmentation fault when threads solved at once). An instance costs far less to build than
+the LPs cost to solve, so no per-thread cache is needed (figures: .notes/diaries-sched.md).
 
 HiGHS prints its banner to file descriptor 1 once per process, on the first construction. That one
 construction runs with descriptor 1 pointed at /dev/null under a lock, so the banner never corrupts JSON
 written to stdout and two threads never swap descriptors under each other; later constructions print
-nothing (output_flag is switched off before any solve).
+nothing (output_flag is switched off before any solve). The once-flag is the module's only state.
+
+highspy is imported where a solver is built, not when this module is: most processes that import the engine
+(the console's web workers) never solve an LP, and importing highspy adds to their start-up time.
 """
 
 from __future__ import annotations

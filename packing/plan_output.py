@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any, TextIO
 
-from packing.scheduling import ExistingPlacement, PlannedNodeClaim, Results
+from packing.scheduling.results import ExistingPlacement, PlannedNodeClaim, Results
 
 __all__ = ["existing_json", "nodeclaim_json", "render_json", "render_text", "unschedulable_json"]
 

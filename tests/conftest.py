@@ -11,7 +11,7 @@ import pytest
 from hypothesis import HealthCheck, settings
 
 from packing.nodepool import NodePool
-from packing.scheduling import scheduler as scheduler_module
+from packing.scheduling import templates as templates_module
 
 # The one place that registers and loads Hypothesis profiles, so that every folder runs under the same one
 # (tests/test_hypothesis_profiles.py checks it). HYPOTHESIS_PROFILE names one; otherwise `ci` when CI is set
@@ -25,12 +25,12 @@ settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci" if os.environ.ge
 @pytest.fixture
 def broken_pool(monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
     """A pool named "boom" whose preparation raises (standing for any bug met while building its options)."""
-    real = scheduler_module.PoolTemplate.__init__
+    real = templates_module.PoolTemplate.__init__
 
     def init(self: Any, p: NodePool, *args: Any, **kw: Any) -> None:
         if p.name == "boom":
             raise OverflowError("Python int too large to convert to C long")
         real(self, p, *args, **kw)
 
-    monkeypatch.setattr(scheduler_module.PoolTemplate, "__init__", init)
+    monkeypatch.setattr(templates_module.PoolTemplate, "__init__", init)
     yield "boom"

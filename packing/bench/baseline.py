@@ -32,17 +32,15 @@ import numpy.typing as npt
 
 from packing.instancetype import CAPACITY_TYPE_SPOT, Offering
 from packing.pods import Pod
-from packing.scheduling.scheduler import (
-    NodeClaim,
-    PodContext,
-    PoolTemplate,
-    Results,
-    Scheduler,
-    TypeOption,
-    _fits,
-    _Solve,
-    largest_first,
-)
+from packing.scheduling.fit import Refusal
+from packing.scheduling.nodeclaim import NodeClaim
+from packing.scheduling.preferences import PodContext
+from packing.scheduling.queue import largest_first
+from packing.scheduling.results import Results
+from packing.scheduling.scheduler import Scheduler
+from packing.scheduling.solve import Solve
+from packing.scheduling.templates import PoolTemplate, TypeOption
+from packing.scheduling.vectors import fits
 from packing.taints import first_untolerated
 
 __all__ = ["ACCELERATORS", "karpenter_baseline"]
@@ -63,8 +61,8 @@ def _exotic(o: TypeOption) -> bool:
 
 class _Baseline:
     def __init__(self, sched: Scheduler, pods: Sequence[Pod]) -> None:
-        # _Solve gives the shared setup: resource keys, pool templates, existing nodes, topology groups, limits
-        self.sv = _Solve(sched, pods, frozenset(), greedy=True)
+        # Solve gives the shared setup: resource keys, pool templates, existing nodes, topology groups, limits
+        self.sv = Solve(sched, pods, frozenset(), greedy=True)
         self.sv.size_caps = {}
         self.accel_mask: dict[str, npt.NDArray[np.bool_]] = {}
         for tpl in self.sv.tpls:
@@ -86,20 +84,21 @@ class _Baseline:
         sv = self.sv
         for claim in sv.claims.candidates(ctx.vec):
             res = claim.can_add(ctx, sv.topo)
-            if isinstance(res, str):
+            if isinstance(res, Refusal):
                 continue
-            reqs, idx = res
+            idx = res.types
+            assert idx is not None
             if not self._wants_accelerator(ctx) and bool(self.accel_mask[claim.tpl.name][idx].all()):
                 # an accelerator-only claim: take it only if no generic type anywhere could hold the pod
                 if self._generic_fits_somewhere(ctx):
                     continue
             limited = bool(claim.tpl.pool.limits)
-            old = sv._max_capacity(claim) if limited else None
-            claim.add(ctx, sv.topo, reqs, idx)
+            old = sv.limits.max_capacity(claim) if limited else None
+            claim.add(ctx, sv.topo, res)
             sv.claims.update(claim)
             if old is not None:
-                sv._reserve(claim.tpl, old, -1)
-                sv._reserve(claim.tpl, sv._max_capacity(claim))
+                sv.limits.reserve(claim.tpl, old, -1)
+                sv.limits.reserve(claim.tpl, sv.limits.max_capacity(claim))
             return True
         return False
 
@@ -125,18 +124,18 @@ class _Baseline:
             used = np.asarray([a + b for a, b in zip(tpl.ds_vec, ctx.vec, strict=True)], dtype=np.int64)
             mask = (tpl.alloc_matrix >= used).all(axis=1)
             if tpl.pool.limits:
-                mask &= sv._limit_mask(tpl)
+                mask &= sv.limits.mask(tpl)
             idx = self._generic_only(ctx, tpl, np.flatnonzero(mask).astype(np.int64))
             if not idx.size:
                 continue
-            name = sv._new_claim_name(tpl.name)
+            name = sv.new_claim_name(tpl.name)
             claim = NodeClaim(name, tpl, tpl.base, idx)
             res = claim.can_add(ctx, sv.topo)
-            if isinstance(res, str):
+            if isinstance(res, Refusal):
                 sv.claim_seq[tpl.name] -= 1
                 continue
-            claim.add(ctx, sv.topo, *res)
-            sv._reserve(tpl, sv._max_capacity(claim))
+            claim.add(ctx, sv.topo, res)
+            sv.limits.reserve(tpl, sv.limits.max_capacity(claim))
             sv.claims.append(claim)
             return True
         return False
@@ -147,7 +146,7 @@ class _Baseline:
         cands: list[tuple[tuple[int, float, str], TypeOption, Offering]] = []
         for o in claim.options:
             off = o.offering_for(claim.reqs)
-            if off is None or not _fits(claim.used, o.alloc):
+            if off is None or not fits(claim.used, o.alloc):
                 continue
             k = (0 if off.capacity_type == CAPACITY_TYPE_SPOT else 1, off.price or 0.0, o.it.name)
             cands.append((k, o, off))
@@ -163,21 +162,21 @@ class _Baseline:
         failed: list[PodContext] = []
         for ctx in order:
             while True:
-                if sv._try_existing(ctx) or self._try_claims(ctx) or self._open_claim(ctx):
+                if sv.try_existing(ctx) or self._try_claims(ctx) or self._open_claim(ctx):
                     break
                 if not ctx.relax():
                     failed.append(ctx)
                     break
-                sv._register(ctx)
+                sv.register(ctx)
         for claim in sv.claims:
-            old = sv._max_capacity(claim)
+            old = sv.limits.max_capacity(claim)
             self._launch(claim)
-            sv._reserve(claim.tpl, old, -1)
+            sv.limits.reserve(claim.tpl, old, -1)
             assert claim.chosen is not None
-            sv._reserve(claim.tpl, claim.chosen.it.capacity)
+            sv.limits.reserve(claim.tpl, claim.chosen.it.capacity)
         for ctx in failed:
-            sv.errors[ctx.pod.key] = sv._explain(ctx)
-        return sv._results(False)
+            sv.errors[ctx.pod.key] = sv.explain(ctx)
+        return sv.results(False)
 
 
 def karpenter_baseline(sched: Scheduler, pods: Sequence[Pod]) -> Results:

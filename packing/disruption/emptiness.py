@@ -11,7 +11,7 @@ from packing.disruption.model import NotDisruptedCategory
 from packing.disruption.refusals import Refusal, below_min_savings, budget_refusal
 from packing.disruption.simulation import WhatIf
 from packing.disruption.state import RunState
-from packing.scheduling.scheduler import Results
+from packing.scheduling.results import Results
 
 __all__ = ["Emptiness"]
 

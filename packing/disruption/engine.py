@@ -41,7 +41,8 @@ from packing.disruption.spared import not_disrupted
 from packing.disruption.state import RunState
 from packing.plan_output import nodeclaim_json
 from packing.scheduling.amounts import clamped_node, clamped_pod, representable_types
-from packing.scheduling.scheduler import PlannedNodeClaim, gc_paused
+from packing.scheduling.gcpause import gc_paused
+from packing.scheduling.results import PlannedNodeClaim
 
 __all__ = [
     "MAX_MULTI_CANDIDATES",

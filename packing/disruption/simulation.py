@@ -41,7 +41,8 @@ from packing.nodepool import (
 )
 from packing.pods import LabelSelector, Pod
 from packing.resources import Resources
-from packing.scheduling.scheduler import PlannedNodeClaim, Results, Scheduler
+from packing.scheduling.results import PlannedNodeClaim, Results
+from packing.scheduling.scheduler import Scheduler
 from packing.taints import Taint
 
 _USAGE_TAINT = Taint("loadmaster.dev/limit-usage", "", "NoSchedule")

@@ -21,7 +21,7 @@ from packing.disruption.whatifs import (
     precheck_many,
     room_decides,
 )
-from packing.scheduling.scheduler import Results
+from packing.scheduling.results import Results
 
 __all__ = ["SingleNode"]
 

@@ -36,7 +36,8 @@ from packing.durations import DurationError, format_duration, parse_duration
 from packing.instancetype import InstanceType
 from packing.nodepool import NodePool
 from packing.pods import Pod
-from packing.scheduling.scheduler import PlannedNodeClaim, Scheduler
+from packing.scheduling.results import PlannedNodeClaim
+from packing.scheduling.scheduler import Scheduler
 
 __all__ = ["Fact", "NodeFacts", "RunState"]
 

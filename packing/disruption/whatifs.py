@@ -27,7 +27,7 @@ from packing.disruption.refusals import (
 from packing.disruption.simulation import WhatIf
 from packing.disruption.state import Fact, RunState
 from packing.pods import Pod
-from packing.scheduling.scheduler import Results
+from packing.scheduling.results import Results
 
 __all__ = [
     "delete_whatif",

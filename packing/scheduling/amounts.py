@@ -3,7 +3,7 @@
 Requests, capacities and limits are held in int64 arrays while planning, so the engine works with amounts up to
 packing.resources.MAX_AMOUNT (2**60 milli-units): instance types beyond it are left out of the catalog, nodes'
 allocatable and running pods' requests are clamped to it, and a pending pod requesting more is unschedulable
-with beyond_reason(). A NodePool with no launchable type is named with no_options_reason().
+(packing.scheduling.reasons.beyond_range). A NodePool with no launchable type is named with no_options_reason().
 """
 
 from __future__ import annotations
@@ -15,13 +15,13 @@ from typing import TYPE_CHECKING
 from packing.instancetype import InstanceType
 from packing.nodepool import CAPACITY_TYPE_LABEL, INSTANCE_TYPE_LABEL, ZONE_LABEL, ExistingNodeSpec
 from packing.pods import Pod
-from packing.quantity import format_quantity
-from packing.resources import MAX_AMOUNT, Resources
+from packing.scheduling import reasons
+from packing.scheduling.reasons import Reason
 
 if TYPE_CHECKING:
-    from packing.scheduling.scheduler import PoolTemplate
+    from packing.scheduling.templates import PoolTemplate
 
-__all__ = ["beyond_reason", "clamped_node", "clamped_pod", "no_options_reason", "representable_types"]
+__all__ = ["clamped_node", "clamped_pod", "no_options_reason", "representable_types"]
 
 
 def representable_types(types: Iterable[InstanceType]) -> list[InstanceType]:
@@ -43,19 +43,10 @@ def clamped_pod(p: Pod) -> Pod:
     return p if p.requests.in_range() else dataclasses.replace(p, requests=p.requests.clamped())
 
 
-def beyond_reason(requests: Resources) -> str:
-    """Why a pod requesting more than the engine computes with cannot be placed."""
-    over = sorted(k for k, v in requests.items() if not -MAX_AMOUNT <= v <= MAX_AMOUNT)
-    return (
-        f"requests {', '.join(f'{k}={format_quantity(requests[k], k)}' for k in over)} beyond the largest "
-        f"amount the engine plans with ({', '.join(format_quantity(MAX_AMOUNT, k) for k in over)})"
-    )
-
-
-def no_options_reason(tpl: PoolTemplate, catalog: Sequence[InstanceType]) -> str:
-    """Why a pool has no launchable instance type (for Scheduler.unusable)."""
+def no_options_reason(tpl: PoolTemplate, catalog: Sequence[InstanceType]) -> Reason:
+    """Why a pool has no launchable instance type (for Scheduler.unusable_reasons)."""
     if not catalog:
-        return "the catalog has no instance types"
+        return reasons.pool_catalog_empty(tpl.name)
     type_reqs = tpl.base.restricted(tpl.type_keys)
     plain = [(k, r) for k, r in type_reqs.items() if k not in (ZONE_LABEL, CAPACITY_TYPE_LABEL)]
     zr, cr = type_reqs.get(ZONE_LABEL), type_reqs.get(CAPACITY_TYPE_LABEL)
@@ -74,13 +65,7 @@ def no_options_reason(tpl: PoolTemplate, catalog: Sequence[InstanceType]) -> str
         ):
             offered += 1
     if not matching:
-        return f"no instance type of the catalog ({len(catalog)} types) matches its requirements"
+        return reasons.pool_no_matching_type(tpl.name, len(catalog))
     if not offered:
-        return (
-            f"none of the {matching} instance types matching its requirements has an available, priced "
-            "offering in the zones and capacity types it allows"
-        )
-    return (
-        f"its DaemonSets' requests ({', '.join(f'{k}={v}' for k, v in tpl.ds_overhead.to_strings().items())}) "
-        f"exceed the allocatable of every one of the {offered} instance types it could launch"
-    )
+        return reasons.pool_no_offering(tpl.name, matching)
+    return reasons.pool_daemonsets_too_large(tpl.name, tpl.ds_overhead.to_strings(), offered)

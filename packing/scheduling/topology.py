@@ -2,23 +2,41 @@
 
 Structured like Karpenter's scheduling/topology.go: every distinct constraint becomes one group shared by
 all pods that carry it; each placement increments the counts of every group whose selector matches the pod.
+topology_pins checks a pod's groups against a NodeClaim and pins the claim to the domains they allow.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import TYPE_CHECKING
 
 from packing.pods import HOSTNAME, LabelSelector, Pod
+from packing.requirements import Requirement, Requirements
+from packing.scheduling import reasons
 
-SPREAD = "spread"
-AFFINITY = "affinity"
-ANTI = "anti-affinity"
+if TYPE_CHECKING:
+    from packing.scheduling.preferences import PodContext
+    from packing.scheduling.templates import PoolTemplate
+
+__all__ = ["AFFINITY", "ANTI", "SPREAD", "GroupKind", "Topology", "TopologyGroup", "topology_pins"]
+
+
+class GroupKind(StrEnum):
+    SPREAD = "spread"
+    AFFINITY = "affinity"
+    ANTI = "anti-affinity"
+
+
+SPREAD = GroupKind.SPREAD
+AFFINITY = GroupKind.AFFINITY
+ANTI = GroupKind.ANTI
 
 
 @dataclass(eq=False)
 class TopologyGroup:
-    kind: str
+    kind: GroupKind
     key: str
     selector: LabelSelector
     namespaces: frozenset[str]
@@ -56,6 +74,10 @@ class TopologyGroup:
         if self.kind == AFFINITY:
             return f"pod affinity on {self.key} ({self.selector}) matches no pod in a reachable domain"
         return f"pod anti-affinity on {self.key} ({self.selector}) conflicts with a running or planned pod"
+
+    def reason(self, nodepool: str) -> reasons.Reason:
+        """Why this group refuses its pod a place in `nodepool` (the text is describe())."""
+        return reasons.topology(nodepool, self.kind, self.key, str(self.selector), self.max_skew, self.describe())
 
     def allowed(self, candidates: Iterable[str], *, self_match: bool) -> list[str]:
         """The candidate domain values this group lets its owner pod use, best first."""
@@ -96,7 +118,7 @@ class Topology:
 
     def group(
         self,
-        kind: str,
+        kind: GroupKind,
         key: str,
         selector: LabelSelector,
         namespaces: frozenset[str],
@@ -136,3 +158,60 @@ class Topology:
                 d = domain_of.get(g.key)
                 if d is not None:
                     g.owners[d] = g.owners.get(d, 0) + 1
+
+
+def topology_pins(
+    ctx: PodContext, topo: Topology, hostname: str, reqs: Requirements, tpl: PoolTemplate
+) -> Requirements | reasons.Reason:
+    """Check the pod's topology groups against a NodeClaim and pin the claim's domains where needed."""
+    pod = ctx.pod
+    involved: list[TopologyGroup] = list(ctx.owned)
+    matched = topo.matching(pod)
+    keys = {g.key for g in involved} | {g.key for g in matched}
+    for g in topo.anti_groups:
+        if g.owners and g.selects(pod.namespace, pod.labels):
+            keys.add(g.key)
+    for key in sorted(keys):
+        if key == HOSTNAME:
+            dom = [hostname]
+            for g in involved:
+                if g.key == key and not g.allowed(dom, self_match=g.selects(pod.namespace, pod.labels)):
+                    return g.reason(tpl.name)
+            for g in topo.anti_groups:
+                if g.key == key and g.owners.get(hostname, 0) and g.selects(pod.namespace, pod.labels):
+                    return g.reason(tpl.name)
+            continue
+        current = reqs.get(key)
+        universe = tpl.domains(key)
+        cands = sorted(v for v in universe if current is None or current.has(v))
+        order: list[str] | None = None
+        for g in involved:
+            if g.key != key:
+                continue
+            allowed = g.allowed(cands, self_match=g.selects(pod.namespace, pod.labels))
+            if not allowed:
+                return g.reason(tpl.name)
+            if order is None:
+                order = allowed
+            keep = set(allowed)
+            cands = [c for c in cands if c in keep]
+            order = [c for c in order if c in keep]
+        for g in topo.anti_groups:
+            if g.key == key and g.owners and g.selects(pod.namespace, pod.labels):
+                cands = [c for c in cands if not g.owners.get(c, 0)]
+                if not cands:
+                    return g.reason(tpl.name)
+        if not cands:
+            return reasons.no_domain(tpl.name, key)
+        pick = (order or cands)[0]
+        if current is None or current.single_value() != pick:
+            reqs = reqs.intersect(Requirements([Requirement.new(key, "In", [pick])]))
+            if not tpl.viable(reqs):
+                # the preferred domain has no offering for this pool: fall back to any other allowed one
+                for alt in order or cands:
+                    r2 = reqs.intersect(Requirements([Requirement.new(key, "In", [alt])]))
+                    if tpl.viable(r2):
+                        reqs = r2
+                        break
+    return reqs
+

@@ -12,7 +12,8 @@ from dataclasses import dataclass, field
 from packing.nodepool import HOSTNAME_LABEL, NODEPOOL_LABEL, ZONE_LABEL
 from packing.pods import HostPort, Pod, PodAffinityTerm
 from packing.resources import Resources
-from packing.scheduling.scheduler import Results, Scheduler
+from packing.scheduling.results import Results
+from packing.scheduling.scheduler import Scheduler
 from packing.taints import EPHEMERAL_TAINT_KEYS, Taint, first_untolerated
 
 __all__ = ["check_plan"]
@@ -90,9 +91,9 @@ def check_plan(sched: Scheduler, pending: Sequence[Pod], res: Results) -> list[s
                 errors.append(f"{p.key} placed twice ({seen[p.key]}, {n.name})")
             seen[p.key] = n.name
     for p in pending:
-        if p.key not in seen and p.key not in res.unschedulable:
+        if p.key not in seen and p.key not in res.unschedulable_reasons:
             errors.append(f"{p.key} neither placed nor reported unschedulable")
-    if len(res.unschedulable) + len(seen) != len({p.key for p in pending}):
+    if len(res.unschedulable_reasons) + len(seen) != len({p.key for p in pending}):
         errors.append("placed + unschedulable does not add up to the pending pods")
 
     ds_for: dict[str, Resources] = {}

@@ -27,7 +27,8 @@ from packing.nodepool import HOSTNAME_LABEL, ExistingNodeSpec, NodePool, PodDisr
 from packing.pods import HostPort, Pod, PodAffinityTerm
 from packing.requirements import Requirement, Requirements
 from packing.resources import Resources
-from packing.scheduling.scheduler import ExistingPlacement, PlannedNodeClaim, Results, Scheduler
+from packing.scheduling.results import ExistingPlacement, PlannedNodeClaim, Results
+from packing.scheduling.scheduler import Scheduler
 from packing.scheduling.verify import check_plan
 from packing.taints import Taint, Toleration
 from tests.engine_builders import (

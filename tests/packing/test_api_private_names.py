@@ -24,9 +24,6 @@ KNOWN: frozenset[str] = frozenset({
     "console/dashboards/live_metrics.py: _LIVE_READ (attribute of console.dashboards.selectors)",
     "console/dashboards/metrics_bench.py: _generate (attribute of console.dashboards.bench)",
     "console/dashboards/metrics_bench.py: _setup (attribute of console.dashboards.bench)",
-    "packing/bench/baseline.py: _Solve (from packing.scheduling.scheduler)",
-    "packing/bench/baseline.py: _fits (from packing.scheduling.scheduler)",
-    "packing/scheduling/reasons.py: _Solve (from packing.scheduling.scheduler)",
 })
 
 

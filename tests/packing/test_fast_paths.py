@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 from packing.nodepool import NodePool
 from packing.pods import Pod
 from packing.resources import Resources
-from packing.scheduling import packer, scheduler
+from packing.scheduling import packer, solve, typemix
 from packing.scheduling.packer import bin_totals, cheapest_fitting, pack
 from packing.scheduling.scheduler import Scheduler
 from packing.scheduling.verify import check_plan
@@ -54,7 +54,7 @@ def test_type_mix_lp_over_each_cells_cheapest_types_reaches_the_full_optimum(
     allocs, price = _synthetic_types(rng, 40)
     pods = _random_pods(rng, 600, allocs)
     optima: list[float] = []
-    solve_mix: Callable[..., Any] = packer._solve_mix
+    solve_mix: Callable[..., Any] = typemix._solve_mix
 
     def recording(*args: Any) -> Any:
         out = solve_mix(*args)
@@ -62,9 +62,9 @@ def test_type_mix_lp_over_each_cells_cheapest_types_reaches_the_full_optimum(
         optima.append(out[3])
         return out
 
-    monkeypatch.setattr(packer, "_solve_mix", recording)
-    restricted = packer._assign_by_lp(pods, allocs, price, (1.5,))
-    full = packer._assign_by_lp(pods, allocs, price, (1.5,), first_types=len(price))
+    monkeypatch.setattr(typemix, "_solve_mix", recording)
+    restricted = typemix.assign_by_lp(pods, allocs, price, (1.5,))
+    full = typemix.assign_by_lp(pods, allocs, price, (1.5,), first_types=len(price))
     assert restricted is not None and full is not None
     assert len(optima) == 2
     assert optima[0] == pytest.approx(optima[1], rel=1e-6)
@@ -127,8 +127,8 @@ def test_each_claims_alternatives_are_its_type_then_every_fitting_type_cheapest_
     block: int, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # blocks of 2 and 5 types make most claims gather their alternatives over several blocks
-    monkeypatch.setattr(scheduler, "_ALT_BLOCK", block)
-    monkeypatch.setattr(scheduler, "MAX_OPTIONS", 6)
+    monkeypatch.setattr(solve, "_ALT_BLOCK", block)
+    monkeypatch.setattr(solve, "MAX_OPTIONS", 6)
     rng = np.random.default_rng(7)
     pods = [
         pod(f"p{i}", f"{int(rng.integers(1, 30)) * 100}m", f"{int(rng.integers(1, 40)) * 256}Mi")
@@ -199,8 +199,8 @@ def test_a_claim_finalizes_on_the_first_fitting_type_spot_first_then_price_then_
     seed: int, zone: str | None, ct: str | None
 ) -> None:
     # cheapest_holding (one numpy pass over a ranked table) against the loop NodeClaim.finalize used to run
+    from packing.instancetype import CAPACITY_TYPE_SPOT
     from packing.requirements import Requirement, Requirements
-    from packing.scheduling.scheduler import CAPACITY_TYPE_SPOT
 
     rng = np.random.default_rng(seed)
     types = [

@@ -8,7 +8,8 @@ from packing.nodepool import DaemonSet, NodePool
 from packing.pods import HostPort, Pod
 from packing.requirements import Requirement, Requirements
 from packing.resources import Resources
-from packing.scheduling.scheduler import Results, Scheduler
+from packing.scheduling.results import Results
+from packing.scheduling.scheduler import Scheduler
 from packing.scheduling.verify import check_plan
 from packing.taints import Taint
 from tests.engine_builders import (

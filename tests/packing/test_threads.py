@@ -22,7 +22,9 @@ from packing.bench.workloads import karpenter_mix, resource_only
 from packing.bound import lower_bound
 from packing.disruption import consolidate
 from packing.disruption.model import Report
-from packing.scheduling.scheduler import Results, Scheduler, gc_paused
+from packing.scheduling.gcpause import gc_paused
+from packing.scheduling.results import Results
+from packing.scheduling.scheduler import Scheduler
 
 THREADS = 6
 ROUNDS = 3

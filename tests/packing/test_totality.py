@@ -19,7 +19,8 @@ from packing.nodepool import ExistingNodeSpec, NodePool
 from packing.pods import Pod
 from packing.requirements import Requirement, Requirements
 from packing.resources import MAX_AMOUNT, Resources
-from packing.scheduling.scheduler import Results, Scheduler
+from packing.scheduling.results import Results
+from packing.scheduling.scheduler import Scheduler
 from packing.scheduling.verify import check_plan
 from tests.engine_builders import CT, IT, ZONES, catalog, instance_type, pod, pool
 

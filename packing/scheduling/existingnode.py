@@ -1,0 +1,77 @@
+"""An existing Node or in-flight NodeClaim, with the room left on it (Karpenter's existingnode.go).
+
+Its size is fixed: a pod goes on it when it fits the free room, tolerates its taints, matches its labels, and
+its host ports and topology groups allow it there.
+"""
+
+from __future__ import annotations
+
+import operator
+from typing import TYPE_CHECKING
+
+from packing.nodepool import HOSTNAME_LABEL, ExistingNodeSpec, NodePool
+from packing.pods import HostPort, Pod
+from packing.scheduling import reasons
+from packing.scheduling.fit import FITS, Admission, Refusal
+from packing.scheduling.vectors import Vec, fits
+from packing.taints import EPHEMERAL_TAINT_KEYS, first_untolerated
+
+if TYPE_CHECKING:
+    from packing.scheduling.preferences import PodContext
+    from packing.scheduling.topology import Topology
+
+__all__ = ["ExistingNode"]
+
+
+class ExistingNode:
+    """A Node or in-flight NodeClaim with the room left on it."""
+
+    def __init__(
+        self, spec: ExistingNodeSpec, free: Vec, ports: list[HostPort], pool: NodePool | None
+    ) -> None:
+        self.spec = spec
+        self.name = spec.name
+        self.nodepool = spec.nodepool or ""
+        self.labels = dict(spec.labels)
+        self.labels.setdefault(HOSTNAME_LABEL, spec.name)
+        taints = spec.taints
+        if not spec.initialized:
+            # Karpenter ignores taints that will disappear once the node finishes initialising
+            startup = set(pool.startup_taints) if pool else set()
+            taints = tuple(t for t in taints if t not in startup and t.key not in EPHEMERAL_TAINT_KEYS)
+        self.taints = taints
+        self.free = free
+        self.ports = ports
+        self.pods: list[Pod] = []
+        self.pos = -1
+
+    def free_room(self) -> Vec:
+        return self.free
+
+    def can_add(self, ctx: PodContext, topo: Topology) -> Admission:
+        if not fits(ctx.vec, self.free):
+            return Refusal(reasons.insufficient_resources(self.nodepool))
+        t = first_untolerated(self.taints, ctx.pod.tolerations, include_prefer=not ctx.tolerate_prefer)
+        if t is not None:
+            return Refusal(reasons.taint_not_tolerated(self.nodepool, t))
+        if not any(term.matches(self.labels) for term in ctx.terms):
+            return Refusal(reasons.node_affinity(self.nodepool))
+        for hp in ctx.pod.host_ports:
+            if any(hp.conflicts(o) for o in self.ports):
+                return Refusal(reasons.host_port_in_use(self.nodepool, hp.port, hp.protocol))
+        for g in ctx.owned:
+            d = self.labels.get(g.key)
+            if d is None or not g.allowed([d], self_match=g.selects(ctx.pod.namespace, ctx.pod.labels)):
+                return Refusal(g.reason(self.nodepool))
+        for g in topo.anti_groups:
+            if g.owners and g.selects(ctx.pod.namespace, ctx.pod.labels):
+                d = self.labels.get(g.key)
+                if d is not None and g.owners.get(d, 0) > 0:
+                    return Refusal(g.reason(self.nodepool))
+        return FITS
+
+    def add(self, ctx: PodContext, topo: Topology) -> None:
+        self.free = tuple(map(operator.sub, self.free, ctx.vec))
+        self.ports.extend(ctx.pod.host_ports)
+        self.pods.append(ctx.pod)
+        topo.record(ctx.pod, ctx.owned, self.labels)

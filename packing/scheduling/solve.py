@@ -1,0 +1,463 @@
+"""One solve: where pending pods go and which NodeClaims must be launched for them.
+
+Structured like Karpenter's pkg/controllers/provisioning/scheduling: pods are taken largest first; each is tried
+on existing nodes (and in-flight NodeClaims), then on NodeClaims opened earlier in this solve, then on a new
+NodeClaim from the heaviest NodePool that accepts it, relaxing preferences one step at a time when nothing
+takes it. Two departures make the plan cheaper than Karpenter's:
+
+- pods with no topology involvement (no spread, pod (anti-)affinity or host ports, and selected by none)
+  skip the pod-by-pod greedy for new capacity and are packed in bulk (packing.scheduling.bulk);
+- pod-by-pod NodeClaims may not grow past the most cost-efficient node size for the pending pods, so
+  first-fit does not end in oversized (often metal) types with poor $/resource.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING
+
+import numpy as np
+import numpy.typing as npt
+
+from packing import bound
+from packing.nodepool import (
+    CAPACITY_TYPE_LABEL,
+    HOSTNAME_LABEL,
+    INSTANCE_TYPE_LABEL,
+    NODEPOOL_LABEL,
+    ZONE_LABEL,
+)
+from packing.pods import HostPort, Pod
+from packing.requirements import Requirements
+from packing.resources import CPU, MEMORY, PODS, Resources
+from packing.scheduling import reasons
+from packing.scheduling.bulk import pack_in_bulk
+from packing.scheduling.existingnode import ExistingNode
+from packing.scheduling.explain import explain
+from packing.scheduling.firstfit import FirstFitIndex
+from packing.scheduling.fit import Fit, Refusal
+from packing.scheduling.limits import LimitUsage
+from packing.scheduling.nodeclaim import NodeClaim
+from packing.scheduling.preferences import PodContext
+from packing.scheduling.queue import largest_first
+from packing.scheduling.reasons import Reason
+from packing.scheduling.results import ExistingPlacement, PlannedNodeClaim, Results
+from packing.scheduling.topology import AFFINITY, ANTI, SPREAD, Topology, TopologyGroup
+from packing.scheduling.vectors import add, vector
+from packing.taints import first_untolerated
+
+if TYPE_CHECKING:
+    from packing.scheduling.scheduler import Scheduler
+
+__all__ = ["MAX_OPTIONS", "Solve"]
+
+MAX_OPTIONS = 60  # instance types listed per planned NodeClaim (its instance_type_options)
+# types per block when listing each claim's alternatives (see Solve._alternatives)
+_ALT_BLOCK = 128
+
+
+class Solve:
+    """One solve of a Scheduler: its pods, the pools prepared for their resource keys, the existing nodes
+    with their free room, the NodeClaims opened so far, topology counts and limit usage.
+
+    Scheduler.solve runs one and returns run()'s Results; the benchmark's Karpenter-style baseline
+    (packing.bench.baseline) builds one for the same setup and drives the placement itself.
+    """
+
+    def __init__(
+        self, s: Scheduler, pods: Sequence[Pod], exclude: frozenset[str], *, greedy: bool = False
+    ) -> None:
+        self.s = s
+        self.greedy = greedy
+        self.started = time.perf_counter()
+        keyset: set[str] = {CPU, MEMORY, PODS}
+        self.errors: dict[str, list[Reason]] = {}
+        beyond: list[Pod] = []
+        for p in pods:
+            keyset.update(p.requests)
+            if not p.requests.in_range():
+                beyond.append(p)
+        for ds in s.daemonsets:
+            keyset.update(ds.pod.requests)
+        self.keys = tuple(sorted(keyset))
+        self.tpls = s.templates(self.keys)
+        self.pods = list(pods)
+        if beyond:
+            for p in beyond:
+                self.errors[p.key] = [reasons.beyond_range(p.requests)]
+            gone = {id(p) for p in beyond}
+            self.placeable = [p for p in self.pods if id(p) not in gone]
+        else:
+            self.placeable = self.pods
+        self.topo = Topology()
+        self.claims: FirstFitIndex[NodeClaim] = FirstFitIndex()
+        self.claim_seq: dict[str, int] = {}
+        # pool usage toward limits: capacity of nodes and in-flight claims already belonging to the pool
+        self.limits = LimitUsage(s.nodepools)
+        nodes = [n for n in s.existing_nodes if n.name not in exclude]
+        running_by_node: dict[str, list[Pod]] = {}
+        for p in s.running_pods:
+            if p.node_name and p.node_name not in exclude:
+                running_by_node.setdefault(p.node_name, []).append(p)
+        pools = {p.name: p for p in s.nodepools}
+        self.nodes: list[ExistingNode] = []
+        for spec in sorted(nodes, key=lambda n: (0 if n.kind == "Node" else 1, n.name)):
+            used = Resources()
+            ports: list[HostPort] = []
+            for p in running_by_node.get(spec.name, ()):
+                used = used + p.requests
+                ports.extend(p.host_ports)
+            free = tuple(
+                a - u for a, u in zip(vector(spec.allocatable, self.keys), vector(used, self.keys), strict=True)
+            )
+            pool = pools.get(spec.nodepool or "")
+            self.nodes.append(ExistingNode(spec, free, ports, pool))
+            if pool is not None:
+                self.limits.count_node(pool.name, spec.capacity or spec.allocatable)
+        self.node_by_name = {n.name: n for n in self.nodes}
+        self.node_index = FirstFitIndex(self.nodes)
+        self._domain_cache: dict[tuple[str, tuple[Requirements, ...]], frozenset[str]] = {}
+        self._setup_topology(running_by_node)
+
+    # ----------------------------------------------------------------- topology
+    def _setup_topology(self, running_by_node: Mapping[str, list[Pod]]) -> None:
+        self.ctxs = [PodContext(p, self.keys) for p in self.placeable]
+        for ctx in self.ctxs:
+            self.register(ctx)
+        for node_name, pods in running_by_node.items():
+            node = self.node_by_name.get(node_name)
+            if node is None:
+                continue
+            for p in pods:
+                owned = [
+                    self.topo.group(
+                        ANTI, t.topology_key, t.selector, t.namespaces or frozenset({p.namespace})
+                    )
+                    for t in p.anti_affinity
+                ]
+                self.topo.record(p, owned, node.labels)
+
+    def register(self, ctx: PodContext) -> None:
+        p = ctx.pod
+        own_ns = frozenset({p.namespace})
+        groups: list[TopologyGroup] = []
+        for sc in p.spread:
+            if sc.when_unsatisfiable == "ScheduleAnyway" and not ctx.schedule_anyway:
+                continue
+            domains: frozenset[str] = frozenset()
+            if sc.topology_key != HOSTNAME_LABEL:
+                domains = self._spread_domains(sc.topology_key, ctx.terms)
+            groups.append(
+                self.topo.group(
+                    SPREAD, sc.topology_key, sc.selector, own_ns, sc.max_skew, sc.min_domains, domains
+                )
+            )
+        for t in p.affinity:
+            groups.append(self.topo.group(AFFINITY, t.topology_key, t.selector, t.namespaces or own_ns))
+        for t in p.anti_affinity:
+            groups.append(self.topo.group(ANTI, t.topology_key, t.selector, t.namespaces or own_ns))
+        for _, t in ctx.preferred_affinity:
+            groups.append(self.topo.group(AFFINITY, t.topology_key, t.selector, t.namespaces or own_ns))
+        for _, t in ctx.preferred_anti:
+            groups.append(
+                self.topo.group(ANTI, t.topology_key, t.selector, t.namespaces or own_ns, symmetric=False)
+            )
+        ctx.owned = groups
+
+    def _spread_domains(self, key: str, terms: tuple[Requirements, ...]) -> frozenset[str]:
+        """Domains a spread constraint counts: values reachable through the pools or present on nodes,
+        restricted to those the pod's node affinity allows (Kubernetes' nodeAffinityPolicy: Honor)."""
+        ck = (key, terms)
+        hit = self._domain_cache.get(ck)
+        if hit is None:
+            vals: set[str] = set()
+            for tpl in self.tpls:
+                vals.update(tpl.domains(key))
+            for n in self.nodes:
+                nv = n.labels.get(key)
+                if nv is not None:
+                    vals.add(nv)
+            hit = frozenset(v for v in vals if any(t.get(key) is None or t[key].has(v) for t in terms))
+            self._domain_cache[ck] = hit
+        return hit
+
+    def _is_constrained(self, ctx: PodContext) -> bool:
+        if ctx.owned or ctx.pod.host_ports:
+            return True
+        if not self.topo.groups:
+            return False  # no pod or node has a topology constraint: nothing can select this pod
+        if self.topo.matching(ctx.pod):
+            return True
+        return any(g.owners and g.selects(ctx.pod.namespace, ctx.pod.labels) for g in self.topo.anti_groups)
+
+    # ----------------------------------------------------------------- placement
+    def try_existing(self, ctx: PodContext) -> bool:
+        for node in self.node_index.candidates(ctx.vec):
+            if isinstance(node.can_add(ctx, self.topo), Fit):
+                node.add(ctx, self.topo)
+                self.node_index.update(node)
+                return True
+        return False
+
+    def _try_claims(self, ctx: PodContext) -> bool:
+        for claim in self.claims.candidates(ctx.vec):
+            res = claim.can_add(ctx, self.topo)
+            if isinstance(res, Refusal):
+                continue
+            limited = claim.chosen is None and bool(claim.tpl.pool.limits)
+            old = self.limits.max_capacity(claim) if limited else None
+            claim.add(ctx, self.topo, res)
+            self.claims.update(claim)
+            if old is not None:
+                self.limits.reserve(claim.tpl, old, -1)
+                self.limits.reserve(claim.tpl, self.limits.max_capacity(claim))
+            return True
+        return False
+
+    def new_claim_name(self, pool: str) -> str:
+        n = self.claim_seq.get(pool, 0) + 1
+        self.claim_seq[pool] = n
+        return f"{pool}-{n}"
+
+    def _open_claim(self, ctx: PodContext) -> bool:
+        for tpl in self.tpls:
+            if first_untolerated(
+                tpl.pool.taints, ctx.pod.tolerations, include_prefer=not ctx.tolerate_prefer
+            ):
+                continue
+            if not tpl.options:
+                continue
+            used = np.asarray(add(tpl.ds_vec, ctx.vec), dtype=np.int64)
+            mask = (tpl.alloc_matrix >= used).all(axis=1)
+            if tpl.pool.limits:
+                mask &= self.limits.mask(tpl)
+            cap = self.size_caps.get(tpl.name)
+            masks = [mask]
+            if cap is not None and bool((mask & cap).any()):
+                # Prefer the capped sizes, but not at the price of the pod: the capped types may not
+                # be offered in the zone a topology constraint pins (e.g. a spread onto a 4th zone).
+                masks.insert(0, mask & cap)
+            for candidate in masks:
+                idx = np.flatnonzero(candidate).astype(np.int64)
+                if tpl.pool.limits:
+                    idx = self.limits.modest(tpl, idx)
+                if not idx.size:
+                    continue
+                name = self.new_claim_name(tpl.name)
+                claim = NodeClaim(name, tpl, tpl.base, idx)
+                res = claim.can_add(ctx, self.topo)
+                if isinstance(res, Fit):
+                    break
+                self.claim_seq[tpl.name] -= 1
+            else:
+                continue
+            assert isinstance(res, Fit)
+            claim.add(ctx, self.topo, res)
+            self.limits.reserve(tpl, self.limits.max_capacity(claim))
+            self.claims.append(claim)
+            return True
+        return False
+
+    def _schedule_constrained(self, ctx: PodContext) -> bool:
+        while True:
+            if self.try_existing(ctx) or self._try_claims(ctx) or self._open_claim(ctx):
+                return True
+            if not ctx.relax():
+                return False
+            self.register(ctx)
+
+    def _try_slack(self, ctx: PodContext) -> bool:
+        for claim in self.claims.candidates(ctx.vec):
+            res = claim.can_add(ctx, self.topo)
+            if isinstance(res, Fit):
+                claim.add(ctx, self.topo, res)
+                self.claims.update(claim)
+                return True
+        return False
+
+    # ----------------------------------------------------------------- main
+    def _compute_size_caps(self, ctxs: Sequence[PodContext]) -> None:
+        """Keep pod-by-pod claims from growing past the most cost-efficient node size for these pods.
+
+        Greedy first-fit lets the first claims swallow pods until only the largest (often metal) types fit,
+        and those rarely have the best $/resource. For each pool, the type that would host the aggregate
+        demand most cheaply is found, and new claims may only use types no dearer than it (unless nothing
+        that cheap fits the pod).
+        """
+        self.size_caps: dict[str, npt.NDArray[np.bool_]] = {}
+        if self.greedy or not ctxs:
+            return
+        demand = np.sum(np.array([c.vec for c in ctxs], dtype=np.float64), axis=0)
+        biggest = np.max(np.array([c.vec for c in ctxs], dtype=np.int64), axis=0)
+        for tpl in self.tpls:
+            if not tpl.options:
+                continue
+            prices = np.array(
+                [(o.offering_for(tpl.base) or o.offerings[0]).price or 0.0 for o in tpl.options]
+            )
+            m = tpl.alloc_matrix
+            fits = (m >= biggest).all(axis=1)
+            if not fits.any():
+                continue
+            with np.errstate(divide="ignore", invalid="ignore"):
+                need = np.where(demand > 0, demand / np.where(m > 0, m, 1), 0.0)
+                need = np.where((m == 0) & (demand > 0), np.inf, need)
+            est = prices * need.max(axis=1)
+            est = np.where(fits, est, np.inf)
+            best = int(np.argmin(est))
+            self.size_caps[tpl.name] = prices <= prices[best] + 1e-12
+
+    def run(self, lower_bound: bool) -> Results:
+        self._compute_size_caps([c for c in self.ctxs if self._is_constrained(c)])
+        order = largest_first(self.ctxs, keys=self.keys)
+        simple: list[PodContext] = []
+        for ctx in order:
+            if self.greedy or self._is_constrained(ctx):
+                if not self._schedule_constrained(ctx):
+                    # explained now, while the open claims still reserve the largest size they could
+                    # become: that reservation is what a limit refused, and finalizing shrinks it
+                    self.errors[ctx.pod.key] = self.explain(ctx)
+            elif not (self.nodes and self.try_existing(ctx)):
+                simple.append(ctx)
+        for claim in self.claims:
+            old = self.limits.max_capacity(claim)
+            claim.finalize()
+            self.limits.reserve(claim.tpl, old, -1)
+            assert claim.chosen is not None
+            self.limits.reserve(claim.tpl, claim.chosen.it.capacity)
+        self.claims.rebuild()
+        rest: list[PodContext] = []
+        if self.claims:
+            for ctx in simple:
+                if not self._try_slack(ctx):
+                    rest.append(ctx)
+        else:
+            rest = simple
+        for ctx in pack_in_bulk(self, rest):
+            self.errors[ctx.pod.key] = self.explain(ctx)
+        return self.results(lower_bound)
+
+    def results(self, lower_bound: bool) -> Results:
+        res = Results(
+            pending=len(self.pods),
+            unschedulable_reasons=self.errors,
+            unusable_nodepool_reasons=dict(self.s.unusable_reasons),
+        )
+        label_cache: dict[tuple[str, str, str, str, Requirements], dict[str, str]] = {}
+        alloc_cache: dict[str, Resources] = {}
+        claims = list(self.claims)
+        options_of = self._alternatives(claims)
+        for claim, names in zip(claims, options_of, strict=True):
+            assert claim.chosen is not None and claim.offering is not None
+            o, off = claim.chosen, claim.offering
+            lk = (claim.tpl.name, o.it.name, off.zone, off.capacity_type, claim.reqs)
+            cached = label_cache.get(lk)
+            if cached is None:
+                labels: dict[str, str] = dict(claim.tpl.pool.labels)
+                labels.update(o.it.labels)
+                labels.update(claim.reqs.pinned_labels())
+                labels.update(
+                    {
+                        NODEPOOL_LABEL: claim.tpl.name,
+                        INSTANCE_TYPE_LABEL: o.it.name,
+                        ZONE_LABEL: off.zone,
+                        CAPACITY_TYPE_LABEL: off.capacity_type,
+                    }
+                )
+                labels.pop(HOSTNAME_LABEL, None)
+                cached = label_cache[lk] = dict(sorted(labels.items()))
+            labels = dict(cached)
+            used = Resources(dict(zip(self.keys, claim.used, strict=True)))
+            allocatable = alloc_cache.get(o.it.name)
+            if allocatable is None:
+                allocatable = alloc_cache[o.it.name] = o.it.allocatable
+            res.nodeclaims.append(
+                PlannedNodeClaim(
+                    name=claim.name,
+                    nodepool=claim.tpl.name,
+                    instance_type=o.it.name,
+                    instance_type_options=names[:MAX_OPTIONS],
+                    capacity_type=off.capacity_type,
+                    zone=off.zone,
+                    price_per_hour=float(off.price or 0.0),
+                    labels=labels,
+                    taints=list(claim.tpl.pool.taints),
+                    startup_taints=list(claim.tpl.pool.startup_taints),
+                    pods=list(claim.pods),
+                    requests=used,
+                    allocatable=allocatable,
+                )
+            )
+        for node in self.nodes:
+            res.existing.append(
+                ExistingPlacement(node.name, node.spec.kind, list(node.pods), self.s.price_of(node.labels))
+            )
+        res.solve_seconds = time.perf_counter() - self.started
+        if lower_bound:
+            res.lower_bound = bound.lower_bound(self.s, res, self.pods)
+            res.solve_seconds = time.perf_counter() - self.started
+        return res
+
+    def _alternatives(self, claims: Sequence[NodeClaim]) -> list[list[str]]:
+        """Per claim: its chosen type, then the other types that hold its pods, cheapest first (spot
+        first), at most MAX_OPTIONS in all. Claims with the same pool and requirements share one ranked
+        table and are tested against it together, one numpy comparison per block of types."""
+        groups: dict[tuple[str, Requirements], list[int]] = {}
+        for i, claim in enumerate(claims):
+            groups.setdefault((claim.tpl.name, claim.base_reqs), []).append(i)
+        out: list[list[str]] = [[] for _ in claims]
+        for members in groups.values():
+            first = claims[members[0]]
+            ordered_alloc_t, tnames, _ = first.tpl.ranked(first.base_reqs)
+            used_t = (
+                np.array([claims[i].used for i in members], dtype=np.int64)
+                .reshape(len(members), len(self.keys))
+                .T.copy()
+            )
+            # types are tested a block at a time, cheapest first, and a claim drops out once it has its
+            # MAX_OPTIONS: small claims find them among the first block, so most of the catalog is never
+            # compared with most claims
+            hit_rows: list[npt.NDArray[np.int64]] = []
+            hit_cols: list[npt.NDArray[np.int64]] = []
+            need = np.full(len(members), MAX_OPTIONS, dtype=np.int64)
+            pending = np.arange(len(members))
+            for c0 in range(0, ordered_alloc_t.shape[1], _ALT_BLOCK):
+                block_t = ordered_alloc_t[:, c0 : c0 + _ALT_BLOCK]
+                pend_used = used_t[:, pending]
+                fit = pend_used[0][:, None] <= block_t[0][None, :]
+                for r in range(1, block_t.shape[0]):
+                    fit &= pend_used[r][:, None] <= block_t[r][None, :]
+                fit &= np.cumsum(fit, axis=1) <= need[pending, None]
+                rows, cols = np.nonzero(fit)
+                hit_rows.append(pending[rows])
+                hit_cols.append(cols + c0)
+                need[pending] -= fit.sum(axis=1)
+                pending = pending[need[pending] > 0]
+                if not pending.size:
+                    break
+            # per claim, its hits in price order: blocks come cheapest first, and the sort is stable
+            rows_all = np.concatenate(hit_rows) if hit_rows else np.zeros(0, dtype=np.int64)
+            hit_cols.append(np.zeros(0, dtype=np.int64))
+            by_claim = np.argsort(rows_all, kind="stable")
+            col_list = np.concatenate(hit_cols)[by_claim].tolist()
+            bounds = np.searchsorted(rows_all[by_claim], np.arange(len(members) + 1)).tolist()
+            hits = [col_list[bounds[r] : bounds[r + 1]] for r in range(len(members))]
+            for r, i in enumerate(members):
+                chosen = claims[i].chosen
+                assert chosen is not None
+                name = chosen.it.name
+                names = [tnames[j] for j in hits[r]]
+                if name in names:
+                    names.remove(name)
+                    names.insert(0, name)
+                    out[i] = names
+                else:
+                    names.insert(0, name)
+                    out[i] = names[:MAX_OPTIONS]
+        return out
+
+
+    def explain(self, ctx: PodContext) -> list[Reason]:
+        """Why no pool takes the pod, one Reason per pool (packing.scheduling.explain)."""
+        return explain(self, ctx)
