@@ -42,6 +42,7 @@ from packing.catalog import (
 )
 from packing.disruption import Action, Cluster, MinSavings, NotDisrupted, Report, consolidate, parse_time
 from packing.disruption.inputs import Extras, build_cluster, parse_texts, read_extras, read_files
+from packing.disruption.model import CheapestOption, NotDisruptedCategory
 from packing.disruption.output import action_json, not_disrupted_json
 from packing.disruption.output import render_json as report_json
 from packing.documents import DEFAULT_MAX_INPUT_BYTES, ByteBudget
@@ -49,7 +50,7 @@ from packing.fields import FieldError, InputError
 from packing.instancetype import InstanceType, Offering
 from packing.kubeobjects import Inputs, add_object, expand_workloads, expansion_plan
 from packing.nodepool import ExistingNodeSpec, NodePool
-from packing.plan_output import nodeclaim_json, unschedulable_json
+from packing.plan_output import nodeclaim_json, reason_json, unschedulable_json
 from packing.plan_output import render_json as plan_json
 from packing.planning import (
     CatalogUnavailable,
@@ -63,15 +64,18 @@ from packing.pods import Pod
 from packing.podspec import parse_pod_spec
 from packing.quantity import QuantityError, format_quantity, parse_quantity
 from packing.resources import Resources
+from packing.scheduling.reasons import MISMATCH_KINDS, Reason, ReasonKind
 from packing.scheduling.results import ExistingPlacement, PlannedNodeClaim, Results
 from packing.scheduling.scheduler import Scheduler
 
 __all__ = [
     "DEFAULT_MAX_INPUT_BYTES",
+    "MISMATCH_KINDS",
     "Action",
     "ByteBudget",
     "CatalogError",
     "CatalogUnavailable",
+    "CheapestOption",
     "Cluster",
     "ExistingNodeSpec",
     "ExistingPlacement",
@@ -85,6 +89,7 @@ __all__ = [
     "NodeExplanation",
     "NodePool",
     "NotDisrupted",
+    "NotDisruptedCategory",
     "Offering",
     "OnRefused",
     "PlannedNodeClaim",
@@ -93,6 +98,8 @@ __all__ = [
     "PriceOverride",
     "PricingError",
     "QuantityError",
+    "Reason",
+    "ReasonKind",
     "RefreshReport",
     "Report",
     "Resources",
@@ -126,6 +133,7 @@ __all__ = [
     "plan",
     "plan_json",
     "read_files",
+    "reason_json",
     "refresh_catalog",
     "report_json",
     "resolve_catalog",
@@ -222,14 +230,14 @@ class PodExplanation:
     pod: str  # namespace/name
     unschedulable: bool
     placed_on: PlannedNodeClaim | ExistingPlacement | None
-    # one (nodepool, reason) per NodePool that cannot take it (nodepool "" when none is to blame); empty if placed
-    reasons: list[tuple[str, str]]
+    # one Reason per NodePool that cannot take it (nodepool "" when none is to blame); empty if placed
+    reasons: list[Reason]
 
 
 def explain_pod(results: Results, pod: str) -> PodExplanation:
     """Where `results` places the pod `namespace/name` (on a new NodeClaim, else on an existing node), or why
     it cannot. A pod the run did not plan for is neither placed nor unschedulable."""
-    reasons = results.unschedulable.get(pod)
+    reasons = results.unschedulable_reasons.get(pod)
     placed: PlannedNodeClaim | ExistingPlacement | None = next(
         (c for c in results.nodeclaims if any(p.key == pod for p in c.pods)), None
     )

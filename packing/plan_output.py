@@ -3,11 +3,13 @@ listing. The console stores the same document when it saves a replay; every key 
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from typing import Any, TextIO
 
+from packing.scheduling.reasons import Reason
 from packing.scheduling.results import ExistingPlacement, PlannedNodeClaim, Results
 
-__all__ = ["existing_json", "nodeclaim_json", "render_json", "render_text", "unschedulable_json"]
+__all__ = ["existing_json", "nodeclaim_json", "reason_json", "render_json", "render_text", "unschedulable_json"]
 
 
 def nodeclaim_json(c: PlannedNodeClaim) -> dict[str, Any]:
@@ -39,9 +41,24 @@ def existing_json(e: ExistingPlacement) -> dict[str, Any]:
     }
 
 
-def unschedulable_json(pod: str, reasons: list[tuple[str, str]]) -> dict[str, Any]:
+def _plain(value: Any) -> Any:
+    """A Reason detail as JSON holds it (tuples become lists), so that a stored copy compares equal to a new one."""
+    if isinstance(value, tuple | list):
+        return [_plain(v) for v in value]
+    if isinstance(value, Mapping):
+        return {str(k): _plain(v) for k, v in value.items()}
+    return value
+
+
+def reason_json(r: Reason) -> dict[str, Any]:
+    """One Reason: `nodepool` and `reason` (the text) as ever, with `kind` (a ReasonKind value) and `detail` (the
+    names and figures the text is made from; its keys per kind are listed on ReasonKind) for tools to read."""
+    return {"nodepool": r.nodepool, "reason": r.text, "kind": r.kind.value, "detail": _plain(r.detail)}
+
+
+def unschedulable_json(pod: str, reasons: Sequence[Reason]) -> dict[str, Any]:
     """One unschedulable pod with one reason per NodePool (nodepool "" when no NodePool is to blame)."""
-    return {"pod": pod, "reasons": [{"nodepool": np_, "reason": r} for np_, r in reasons]}
+    return {"pod": pod, "reasons": [reason_json(r) for r in reasons]}
 
 
 def render_json(res: Results) -> dict[str, Any]:
@@ -49,7 +66,7 @@ def render_json(res: Results) -> dict[str, Any]:
     return {
         "nodeclaims": [nodeclaim_json(c) for c in res.nodeclaims],
         "existing_nodes": [existing_json(e) for e in res.existing],
-        "unschedulable": [unschedulable_json(pod, reasons) for pod, reasons in sorted(res.unschedulable.items())],
+        "unschedulable": [unschedulable_json(pod, reasons) for pod, reasons in sorted(res.unschedulable_reasons.items())],
         "summary": {
             "pending_pods": res.pending,
             "scheduled": res.scheduled,

@@ -18,6 +18,7 @@ from console.alerts import units
 from console.alerts.models import PendingPod, StrandedMove
 from console.control.models import MetricSample, NodePoolProblem
 from console.fleet.models import Decision
+from packing import api
 
 
 @dataclass
@@ -110,39 +111,41 @@ def _short(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-def is_mismatch(reason: str) -> bool:
-    """An engine reason (packing/scheduling/reasons.py) saying the pod was never meant for that pool
-    — it does not tolerate the pool's taint, or its requirements contradict the pool's — as opposed
-    to a pool that could take it but cannot now (limits, sizes, offerings, topology)."""
-    return (reason.startswith("taint ") and reason.endswith(" not tolerated")) or (
-        reason.startswith("requirement ")
-        and (" conflicts with nodepool requirement " in reason or reason.endswith(" is not satisfied by the nodepool's labels")))
+_MISMATCH_KINDS = frozenset(k.value for k in api.MISMATCH_KINDS)
+
+
+def is_mismatch(reason: Mapping[str, Any]) -> bool:
+    """A stored engine reason ({nodepool, reason, kind, detail}, as the ledger keeps it) saying the pod was never
+    meant for that pool — it does not tolerate the pool's taint, or its requirements contradict the pool's — as
+    opposed to a pool that could take it but cannot now (limits, sizes, offerings, topology). A reason recorded
+    before reasons had a kind counts as no mismatch: the pool keeps the pod in its scope."""
+    return reason.get("kind") in _MISMATCH_KINDS
 
 
 WAITING = "waiting for the provisioner"
 
 
-def pod_in_pool(pool: str, *, pinned: Sequence[str], verdict: Sequence[dict[str, str]]) -> bool:
+def pod_in_pool(pool: str, *, pinned: Sequence[str], verdict: Sequence[Mapping[str, Any]]) -> bool:
     """Whether a pending pod counts toward a NodePool-scoped rule: pinned to the pool by its
     nodeSelector / required node affinity, or, unpinned, given a reason by the pool that is not a
     mismatch. An unpinned pod without a verdict yet belongs to no pool (only to the cluster)."""
     if pinned:
         return pool in pinned
-    return any(r.get("nodepool") == pool and not is_mismatch(str(r.get("reason", ""))) for r in verdict)
+    return any(r.get("nodepool") == pool and not is_mismatch(r) for r in verdict)
 
 
-def pod_reasons(pool: str, *, verdict: Sequence[dict[str, str]] | None) -> list[str]:
+def pod_reasons(pool: str, *, verdict: Sequence[Mapping[str, Any]] | None) -> list[str]:
     """The reasons worth reading for one pod, as "nodepool P: reason": the pool's own for a pool
     scope; otherwise those of the pools that could take it, or all of them when none could."""
     if verdict is None:
         return [WAITING]
-    items = [(str(r.get("nodepool", "")), str(r.get("reason", ""))) for r in verdict]
-    mine = [(np, r) for np, r in items if np == pool] if pool else []
-    chosen = mine or [(np, r) for np, r in items if not is_mismatch(r)] or items
-    return [f"nodepool {np}: {r}" if np else r for np, r in chosen] or ["no NodePool can take it"]
+    mine = [r for r in verdict if r.get("nodepool", "") == pool] if pool else []
+    chosen = mine or [r for r in verdict if not is_mismatch(r)] or list(verdict)
+    texts = [(str(r.get("nodepool", "")), str(r.get("reason", ""))) for r in chosen]
+    return [f"nodepool {np}: {r}" if np else r for np, r in texts] or ["no NodePool can take it"]
 
 
-def evaluate_stuck(pods: Sequence[Any], verdicts: Mapping[str, Sequence[dict[str, str]]], *, min_pods: Decimal,
+def evaluate_stuck(pods: Sequence[Any], verdicts: Mapping[str, Sequence[Mapping[str, Any]]], *, min_pods: Decimal,
                    minutes: int, nodepool: str, scope: str, now: datetime) -> Evaluation:
     """A pod is stuck when it has been pending for more than ``minutes`` since its own pending
     stretch began (``since``); the rule fires when at least ``min_pods`` are. ``pods`` are the
@@ -244,11 +247,11 @@ def pending_pods() -> list[PendingPod]:
     return list(PendingPod.objects.filter(left_at__isnull=True))
 
 
-def latest_verdicts(keys: Iterable[str]) -> dict[str, list[dict[str, str]]]:
+def latest_verdicts(keys: Iterable[str]) -> dict[str, list[dict[str, Any]]]:
     """The provisioner's latest unschedulable verdict per pod (it writes one when the verdict
     changes): {pod key: [{nodepool, reason}]}. Pods without one are absent."""
     wanted = list(keys)
-    out: dict[str, list[dict[str, str]]] = {}
+    out: dict[str, list[dict[str, Any]]] = {}
     for start in range(0, len(wanted), 500):      # keeps the IN list within every database's limits
         rows = (Decision.objects.filter(kind=Decision.UNSCHEDULABLE, details__pod__in=wanted[start:start + 500])
                 .order_by("at", "id").values_list("details", flat=True))

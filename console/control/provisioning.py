@@ -98,12 +98,13 @@ def launch_options(claim: NodeClaim, catalog: Sequence[InstanceType]) -> list[La
 
 def _record_unschedulable(results: Results, pools_by_name: dict[str, NodePool], now: datetime) -> None:
     """One ledger row per pod whose verdict changed, not one per tick: the ledger stays readable."""
-    for pod, reasons in sorted(results.unschedulable.items()):
-        details = {"pod": pod, "reasons": [{"nodepool": np, "reason": r} for np, r in reasons]}
+    for pod, reasons in sorted(results.unschedulable_reasons.items()):
+        # each reason as the plan CLI prints it: nodepool, text, and the kind and detail readers switch on
+        details = api.unschedulable_json(pod, reasons)
         last = Decision.objects.filter(kind=Decision.UNSCHEDULABLE, details__pod=pod).order_by("-at").first()
         if last is not None and last.details.get("reasons") == details["reasons"]:
             continue
-        why = f"pod {pod} cannot be scheduled: " + "; ".join(f"nodepool {np}: {r}" for np, r in reasons) \
+        why = f"pod {pod} cannot be scheduled: " + "; ".join(f"nodepool {r.nodepool}: {r.text}" for r in reasons) \
             if reasons else f"pod {pod} cannot be scheduled: no NodePool"
         Decision.objects.create(at=now, kind=Decision.UNSCHEDULABLE, pods=[pod], why=why, details=details)
 

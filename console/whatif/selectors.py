@@ -5,7 +5,6 @@ snapshots (their files, their replays, two replays compared). The engines run ov
 from __future__ import annotations
 
 import math
-import re
 import time
 from collections.abc import Mapping, Sequence
 from datetime import datetime
@@ -105,7 +104,7 @@ def _summary(out: Outcome) -> dict[str, Any]:
         "distance_from_lower_bound": None if bound is None else round(launch_cost - float(bound), 6),
         "ratio_to_lower_bound": None if not bound else round(launch_cost / float(bound), 4),
         "unschedulable": {pod: api.unschedulable_json(pod, reasons)["reasons"]
-                          for pod, reasons in sorted(plan.unschedulable.items())},
+                          for pod, reasons in sorted(plan.unschedulable_reasons.items())},
         "seconds": round(out.seconds, 3),
     }
 
@@ -182,11 +181,12 @@ def why_pending(namespace: str, name: str, *, cluster: ClusterBackend | None = N
     base_cost = float(plan.cost_per_hour or 0.0)
     probes = 0
     rows = []
-    for nodepool, reason in answer.reasons:
+    for why in answer.reasons:
+        nodepool, reason = why.nodepool, why.text
         pool = pools_by_name.get(nodepool)
         found: Candidate | None = None
         if pool is not None:
-            for cand in candidates(world, pod, key, pool, reason):
+            for cand in candidates(world, pod, key, pool, why):
                 if probes >= max_probes:
                     break
                 if isinstance(cand, SearchCandidate):
@@ -198,7 +198,7 @@ def why_pending(namespace: str, name: str, *, cluster: ClusterBackend | None = N
                 if schedulable(cand.apply(world), key, types):
                     found = cand
                     break
-        row: dict[str, Any] = {"nodepool": nodepool, "reason": reason,
+        row: dict[str, Any] = {"nodepool": nodepool, "reason": reason, "kind": why.kind.value,
                                "suggestion": found and found.text, "verified": found is not None,
                                "change_kind": found and found.kind, "change": None, "cost_per_hour": None,
                                "recommended": False}
@@ -246,15 +246,15 @@ def apply_suggestion(world: World, namespace: str, name: str, suggestion: str) -
     assert pod is not None
     world = world.with_pending(key)
     types = catalog(world)
-    reasons = run_plan(world, types).unschedulable.get(key)
+    reasons = run_plan(world, types).unschedulable_reasons.get(key)
     if reasons is None:
         raise LookupError(suggestion)
     pools = {p.name: p for p in world.pools}
-    for nodepool, reason in reasons:
-        pool = pools.get(nodepool)
+    for why in reasons:
+        pool = pools.get(why.nodepool)
         if pool is None:
             continue
-        for cand in candidates(world, pod, key, pool, reason):
+        for cand in candidates(world, pod, key, pool, why):
             if isinstance(cand, SearchCandidate):
                 lo, hi = int(cand.lo / cand.step), int(math.ceil(cand.hi / cand.step))
                 for n in range(lo, hi + 1):
@@ -288,14 +288,18 @@ def why_node(name: str, *, cluster: ClusterBackend | None = None, now: datetime 
                 "savings_per_hour": action["savings_per_hour"], "blocked_by": None, "blocked_kind": None,
                 "cheapest_replacement": cheapest and {"instance_type": cheapest["instance_type"],
                                                       "price_per_hour": cheapest["price_per_hour"]}}
-    spared = verdict.spared and api.not_disrupted_json(verdict.spared)
-    reason = spared["reason"] if spared else None
+    spared = verdict.spared
+    cheapest = spared.cheapest_replacement if spared else None
     # savings_per_hour: for a node a PDB, do-not-disrupt or a budget blocks, what the move would save were the
     # block lifted (the engine simulates it); None when no saving move exists or it was not evaluated
-    return {"node": name, "candidate": False, "blocked_by": reason, "category": _category(reason or ""),
-            "blocked_kind": spared["blocked_by"] if spared else None,
-            "action": None, "savings_per_hour": spared["savings_per_hour"] if spared else None,
-            "cheapest_replacement": _cheapest(reason or "")}
+    return {"node": name, "candidate": False, "blocked_by": spared.text if spared else None,
+            "category": _category(spared.category) if spared else "not considered",
+            "blocked_kind": spared.blocked_by if spared else None,
+            "action": None,
+            "savings_per_hour": None if spared is None or spared.savings_per_hour is None
+            else round(spared.savings_per_hour, 6),
+            "cheapest_replacement": cheapest and {"instance_type": cheapest.instance_type,
+                                                  "price_per_hour": cheapest.price_per_hour}}
 
 
 def _deleted_pool_claim(node: str, world: World) -> NodeClaim | None:
@@ -320,19 +324,18 @@ def _being_removed(node: str, claim: NodeClaim) -> dict[str, Any]:
             "savings_per_hour": price, "cheapest_replacement": None}
 
 
-def _category(reason: str) -> str:
-    for needle, label in (("pdb", "PodDisruptionBudget"), ("do-not-disrupt", "do-not-disrupt"),
-                          ("budget", "budget window"), ("consolidateAfter", "consolidateAfter"),
-                          ("no cheaper replacement", "no cheaper replacement")):
-        if needle in reason:
-            return label
-    return "other" if reason else "not considered"
+# The why-node page's headline per engine category; the categories not listed read "other".
+_CATEGORY_LABELS = {
+    api.NotDisruptedCategory.PDB: "PodDisruptionBudget",
+    api.NotDisruptedCategory.DO_NOT_DISRUPT: "do-not-disrupt",
+    api.NotDisruptedCategory.BUDGET: "budget window",
+    api.NotDisruptedCategory.CONSOLIDATE_AFTER: "consolidateAfter",
+    api.NotDisruptedCategory.NO_CHEAPER_REPLACEMENT: "no cheaper replacement",
+}
 
 
-def _cheapest(reason: str) -> dict[str, Any] | None:
-    # The engine's wording: "no cheaper replacement: cheapest fitting option m5.large on-demand at $0.096/h ≥ …"
-    m = re.search(r"cheapest fitting option (?P<type>[\w.-]+)[^$]*\$(?P<price>[\d.]+)", reason)
-    return {"instance_type": m["type"], "price_per_hour": float(m["price"])} if m else None
+def _category(category: api.NotDisruptedCategory) -> str:
+    return _CATEGORY_LABELS.get(category, "other")
 
 
 # --- snapshots ---------------------------------------------------------------------------------------

@@ -2,15 +2,13 @@
 (tolerate a taint, raise a limit, allow or stop excluding a value, drop a requirement), each checked by
 applying it to the world in memory and re-running the engine.
 
-The reason the engine gives for the pool is read from its text (_TAINT, _LIMIT) until the engine gives
-structured reasons (issue 15).
+What to try follows from the engine's Reason for the pool: its kind, and the names and figures of its detail.
 """
 
 from __future__ import annotations
 
 import copy
 import math
-import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -21,8 +19,6 @@ from packing import api
 
 PoolValues = dict[str, Any]  # a NodePool row's field values, as the edit form holds them
 
-_TAINT = re.compile(r"taint (?P<key>[^=:\s]+)(?:=(?P<value>[^:\s]*))?:(?P<effect>\w+) not tolerated")
-_LIMIT = re.compile(r"limit (?P<res>[\w./-]+)=(?P<limit>\S+) would be exceeded \(in use (?P<used>\S+)\)")
 
 
 # How small and targeted a change is, smallest first: the order the why-pod page recommends them in
@@ -92,31 +88,31 @@ def _pod_wants(pod: Doc) -> dict[str, set[str]]:
     return wants
 
 
-def _parse_quantity(text: str) -> float:
-    return api.parse_quantity(text) / 1000  # milli-units -> units (cores, bytes)
+def _units(milli: object) -> float:
+    """A limit Reason's milli-unit figure (limit_milli, in_use_milli: always integers) in units (cores, bytes)."""
+    assert isinstance(milli, int), milli
+    return milli / 1000
 
 
-def candidates(world: World, pod: Doc, key: str, pool: NodePool, reason: str) -> list[Candidate | SearchCandidate]:
+def candidates(world: World, pod: Doc, key: str, pool: NodePool, reason: api.Reason) -> list[Candidate | SearchCandidate]:
     """The changes that might let the pod onto `pool`, given the engine's `reason` for the pool, most targeted
     first; none is checked yet (schedulable / search do that)."""
     out: list[Candidate | SearchCandidate] = []
-    m = _TAINT.search(reason)
-    if m:
-        tol = {"key": m["key"], "operator": "Exists", "effect": m["effect"]}
-        out.append(Candidate(f"tolerate {m['key']}", lambda w, t=tol: _with_pod(  # type: ignore[misc]
+    detail = reason.detail
+    if reason.kind is api.ReasonKind.TAINT:
+        taint_key = str(detail["key"])
+        tol = {"key": taint_key, "operator": "Exists", "effect": str(detail["effect"])}
+        out.append(Candidate(f"tolerate {taint_key}", lambda w, t=tol: _with_pod(  # type: ignore[misc]
             w, key, lambda d: d.setdefault("spec", {}).setdefault("tolerations", []).append(t)), "toleration"))
         return out
-    m = _LIMIT.search(reason)
-    if m:
-        res = m["res"]
-        try:
-            limit, used = _parse_quantity(m["limit"]), _parse_quantity(m["used"])
-        except Exception:  # noqa: BLE001 - an unparsable figure only loses this suggestion
-            return out
+    if reason.kind is api.ReasonKind.LIMIT and "resource" in detail:
+        res, shown_limit = str(detail["resource"]), str(detail["limit"])
+        limit = _units(detail["limit_milli"])
+        used = _units(detail["in_use_milli"])
 
         def raise_to(value: float) -> Candidate:
             shown = str(int(value)) if res != "memory" else f"{int(math.ceil(value / 2**30))}Gi"
-            return Candidate(f"raise {res} limit of pool {pool.name} from {m['limit']} to {shown}",
+            return Candidate(f"raise {res} limit of pool {pool.name} from {shown_limit} to {shown}",
                              lambda w: _with_pool(w, pool, lambda v: v.setdefault("limits", {}).__setitem__(res, shown)),
                              "limit")
 

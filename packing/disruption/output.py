@@ -37,6 +37,12 @@ def not_disrupted_json(n: NotDisrupted) -> dict[str, Any]:
         "reason": n.reason,
         "blocked_by": n.blocked_by,
         "savings_per_hour": None if n.savings_per_hour is None else round(n.savings_per_hour, 6),
+        "category": n.category.value,
+        "cheapest_replacement": None if n.cheapest_replacement is None else {
+            "instance_type": n.cheapest_replacement.instance_type,
+            "capacity_type": n.cheapest_replacement.capacity_type,
+            "price_per_hour": n.cheapest_replacement.price_per_hour,
+        },
     }
 
 

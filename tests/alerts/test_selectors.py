@@ -5,9 +5,14 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 from types import SimpleNamespace as Row
+from typing import Any
 
 from console.alerts import messages, selectors
 from console.alerts.services import decide
+from packing import api
+from packing.requirements import Requirement
+from packing.scheduling import reasons
+from packing.taints import Taint
 
 NOW = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
 
@@ -61,14 +66,16 @@ def pending(key: str, minutes_ago: float, pinned: list[str] | None = None) -> Ro
     return Row(key=key, since=NOW - timedelta(minutes=minutes_ago), pinned_pools=pinned or [])
 
 
-LIMIT = {"nodepool": "general", "reason": "limit cpu=64 would be exceeded (in use 64)"}
-GPU_TAINT = {"nodepool": "gpu", "reason": "taint nvidia.com/gpu=true:NoSchedule not tolerated"}
-GPU_SIZE = {"nodepool": "gpu", "reason": "no instance type has 500 cpu available (largest offered: 192 cpu)"}
-GENERAL_REQ = {"nodepool": "general",
-               "reason": "requirement karpenter.sh/nodepool In [gpu] is not satisfied by the nodepool's labels"}
+# Verdicts as the provisioning loop stores them: the engine's Reasons in the plan CLI's JSON shape.
+LIMIT = api.reason_json(reasons.limit_exceeded("general", "cpu", 64_000, 64_000))
+GPU_TAINT = api.reason_json(reasons.taint_not_tolerated("gpu", Taint("nvidia.com/gpu", "true", "NoSchedule")))
+GPU_SIZE = {"nodepool": "gpu", "reason": "no instance type has 500 cpu available (largest offered: 192 cpu)",
+            "kind": api.ReasonKind.RESOURCES.value, "detail": {}}
+GENERAL_REQ = api.reason_json(reasons.requirement_not_in_labels(
+    "general", Requirement.new("karpenter.sh/nodepool", "In", ["gpu"])))
 
 
-def stuck(pods: list[Row], verdicts: dict[str, list[dict[str, str]]], *, n: int = 10, pool: str = "",
+def stuck(pods: list[Row], verdicts: dict[str, list[dict[str, Any]]], *, n: int = 10, pool: str = "",
           threshold: int = 1) -> selectors.Evaluation:
     return selectors.evaluate_stuck(pods, verdicts, min_pods=Decimal(threshold), minutes=n, nodepool=pool,
                                     scope=pool or "cluster", now=NOW)
@@ -162,3 +169,14 @@ def test_lifecycle_decision_table() -> None:
     assert decide(firing_before=True, last_sent_at=NOW - cd, condition=True, now=NOW, cooldown=cd) == "repeated"
     assert decide(firing_before=True, last_sent_at=NOW, condition=False, now=NOW, cooldown=cd) == "resolved"
     assert decide(firing_before=False, last_sent_at=None, condition=False, now=NOW, cooldown=cd) is None
+
+
+def test_mismatch_is_read_from_the_reason_kind_not_its_wording() -> None:
+    """The stuck-pods scope switches on the stored kind: rewording a reason cannot move a pod in or out."""
+    reworded = {**GPU_TAINT, "reason": "the pool's taint is not tolerated (any wording)"}
+    assert selectors.is_mismatch(reworded)
+    assert not selectors.pod_in_pool("gpu", pinned=[], verdict=[reworded])
+    # a verdict stored before reasons had a kind keeps the pod in the pool's scope
+    legacy = {"nodepool": "gpu", "reason": GPU_TAINT["reason"]}
+    assert not selectors.is_mismatch(legacy)
+    assert selectors.pod_in_pool("gpu", pinned=[], verdict=[legacy])

@@ -128,7 +128,8 @@ def test_json_shape(tmp_path: Path) -> None:
     # both pods fit on the do-not-disrupt node's free room, so both their nodes go in one multi-node action
     assert (sorted(under["nodes"]), under["moves"]) == (["n1", "n2"], {"default/web-1": "n4", "default/web-2": "n4"})
     n4 = next(n for n in doc["not_disrupted"] if n["node"] == "n4")
-    assert set(n4) == {"node", "reason", "blocked_by", "savings_per_hour"}
+    assert set(n4) == {"node", "reason", "blocked_by", "savings_per_hour", "category", "cheapest_replacement"}
+    assert (n4["category"], n4["cheapest_replacement"]) == ("do-not-disrupt", None)
     assert (n4["reason"], n4["blocked_by"]) == ("node n4 has do-not-disrupt", "do-not-disrupt")
     assert doc["summary"]["cost_per_hour_after"] < doc["summary"]["cost_per_hour_before"]
 

@@ -129,7 +129,7 @@ def test_budget_and_min_savings_categories() -> None:
     assert {(x.category, x.blocked_by) for x in r.values()} == {(Category.BUDGET, BlockedBy.BUDGET)}
 
 
-def test_the_json_is_unchanged() -> None:
+def test_the_json_keeps_its_keys_and_adds_the_category() -> None:
     pods = [bound_pod("web-1", "n1", "1", labels={"app": "web"})]
     r = consolidate(cluster([node("n1", M4)], pods, pdbs=[pdb("web", min_available="1", app="web")]), AT)
     text = json.dumps(render_json(r)["not_disrupted"])
@@ -141,6 +141,8 @@ def test_the_json_is_unchanged() -> None:
                 "reason": "pdb default/web blocks eviction of default/web-1",
                 "blocked_by": "pdb",
                 "savings_per_hour": saving,
+                "category": "pdb",
+                "cheapest_replacement": None,
             }
         ]
     )

@@ -123,7 +123,8 @@ def test_explanations_are_typed(tmp_path: Path) -> None:
     assert not placed.unschedulable and isinstance(placed.placed_on, api.PlannedNodeClaim) and placed.reasons == []
     refused = api.explain_pod(results, "shop/huge")
     assert refused.unschedulable and refused.placed_on is None
-    assert [np for np, _ in refused.reasons] == ["default"] and "64 cpu" in refused.reasons[0][1]
+    assert [r.nodepool for r in refused.reasons] == ["default"] and "64 cpu" in refused.reasons[0].text
+    assert refused.reasons[0].kind is api.ReasonKind.RESOURCES
     unknown = api.explain_pod(results, "shop/nope")
     assert (unknown.unschedulable, unknown.placed_on, unknown.reasons) == (False, None, [])
     report = api.consolidate(api.build_cluster(inputs, extras, types), AT)

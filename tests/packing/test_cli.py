@@ -126,13 +126,13 @@ def test_json_output_shape(tmp_path: Path) -> None:
     assert nc["allocatable"] == {"cpu": "3900m", "memory": "7680Mi", "pods": "58"}
     [u] = data["unschedulable"]
     assert u["pod"] == "default/big-0"
-    assert u["reasons"] == [
-        {
-            "nodepool": "default",
-            "reason": "no instance type has 96 cpu and 768Gi memory available (largest offered: 4 cpu, 16Gi)",
-        },
-        {"nodepool": "gpu", "reason": "taint nvidia.com/gpu=true:NoSchedule not tolerated"},
+    # nodepool and reason as ever; kind and detail added for tools (keys are added, never renamed)
+    assert [(r["nodepool"], r["reason"], r["kind"]) for r in u["reasons"]] == [
+        ("default", "no instance type has 96 cpu and 768Gi memory available (largest offered: 4 cpu, 16Gi)", "resources"),
+        ("gpu", "taint nvidia.com/gpu=true:NoSchedule not tolerated", "taint"),
     ]
+    assert u["reasons"][1]["detail"] == {"key": "nvidia.com/gpu", "value": "true", "effect": "NoSchedule"}
+    assert u["reasons"][0]["detail"]["requests"]["cpu"] == 96_000
     s = data["summary"]
     assert (s["pending_pods"], s["scheduled"], s["unschedulable"], s["new_nodeclaims"]) == (4, 3, 1, 1)
     assert s["cost_per_hour"] == 0.061 and 0 < s["lower_bound_per_hour"] <= 0.061
@@ -474,12 +474,15 @@ spec:
     code, out, _ = run(tmp_path, CATALOG, pool)
     assert code == 0
     [u] = json.loads(out)["unschedulable"]
-    assert u["reasons"] == [
-        {
-            "nodepool": "default",
-            "reason": "requirement kubernetes.io/arch In [arm64] conflicts with nodepool requirement kubernetes.io/arch In [amd64]",
-        }
-    ]
+    [r] = u["reasons"]
+    assert (r["nodepool"], r["reason"], r["kind"]) == (
+        "default",
+        "requirement kubernetes.io/arch In [arm64] conflicts with nodepool requirement kubernetes.io/arch In [amd64]",
+        "requirement_conflict",
+    )
+    assert (r["detail"]["key"], r["detail"]["values"], r["detail"]["nodepool_values"]) == (
+        "kubernetes.io/arch", ["arm64"], ["amd64"]
+    )
 
 
 def test_replicaset_of_a_given_deployment_is_not_expanded_twice(tmp_path: Path) -> None:

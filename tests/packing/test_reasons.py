@@ -1,9 +1,9 @@
 """Reasons are data: each carries a kind, its NodePool and the figures and names its text is made from, so the
 console can read fields instead of parsing the text back.
 
-The console parses reason texts today (console/whatif/services.py _TAINT and _LIMIT, alerts' is_mismatch,
-dashboards' reasons_nodepool); these tests check that each Reason's detail holds everything those parsers
-extract from its text, and that the texts are the ones Results.unschedulable has always carried.
+Until issue 15 the console parsed reason texts (the what-if page's _TAINT and _LIMIT, alerts' is_mismatch,
+dashboards' reasons_nodepool); these tests keep those parsers as a check that each Reason's detail holds
+everything they extracted from its text, and that the texts are the ones Results.unschedulable always carried.
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ from tests.engine_builders import catalog, on_demand_pool, pod, pool, term
 from tests.engine_builders import existing_node as node_spec
 from tests.engine_builders import instance_type as it
 
-# the console's parsers of reason texts (console/whatif/services.py, console/alerts/selectors.py)
+# the console's former parsers of reason texts, as a cross-check of the details
 TAINT_TEXT = re.compile(r"taint (?P<key>[^=:\s]+)(?:=(?P<value>[^:\s]*))?:(?P<effect>\w+) not tolerated")
 LIMIT_TEXT = re.compile(r"limit (?P<res>[\w./-]+)=(?P<limit>\S+) would be exceeded \(in use (?P<used>\S+)\)")
 

@@ -10,6 +10,7 @@ from django.apps import apps
 from console.fleet.models import NodePool
 from console.whatif import selectors
 from console.whatif import world as world_
+from packing import api
 from tests.whatif.conftest import add_pod
 
 
@@ -113,18 +114,30 @@ def test_bench_runs_small(db: Any) -> None:
     assert figures["seconds_median"] > 0 and figures["nodes"] == 20
 
 
-@pytest.mark.parametrize(("reason", "category"), [
-    ("pdb default/web blocks eviction of default/web-2", "PodDisruptionBudget"),
-    ("pod default/batch-1 has do-not-disrupt", "do-not-disrupt"),
-    ("budget 0 nodes for Underutilized until 2026-12-01T06:00Z", "budget window"),
-    ("consolidateAfter 5m has not passed since the last pod change at 2026-11-30T06:00Z (until …)", "consolidateAfter"),
-    ("no cheaper replacement: cheapest fitting option m5.large on-demand at $0.096/h ≥ current $0.096/h",
-     "no cheaper replacement"),
+@pytest.mark.parametrize(("category", "label"), [
+    (api.NotDisruptedCategory.PDB, "PodDisruptionBudget"),
+    (api.NotDisruptedCategory.DO_NOT_DISRUPT, "do-not-disrupt"),
+    (api.NotDisruptedCategory.BUDGET, "budget window"),
+    (api.NotDisruptedCategory.CONSOLIDATE_AFTER, "consolidateAfter"),
+    (api.NotDisruptedCategory.NO_CHEAPER_REPLACEMENT, "no cheaper replacement"),
+    (api.NotDisruptedCategory.WHEN_EMPTY, "other"),
+    (api.NotDisruptedCategory.NOT_EVALUATED, "other"),
 ])
-def test_blocker_categories(reason: str, category: str) -> None:
-    assert selectors._category(reason) == category
-    if category == "no cheaper replacement":
-        assert selectors._cheapest(reason) == {"instance_type": "m5.large", "price_per_hour": 0.096}
+def test_blocker_categories(category: api.NotDisruptedCategory, label: str) -> None:
+    """The why-node headline follows the engine's category, never its wording."""
+    assert selectors._category(category) == label
+
+
+def test_why_node_names_the_cheapest_replacement_from_the_engine(world: Any) -> None:
+    world.cluster.apply(karpenter_node("snug", itype="m5.large"))
+    add_pod(world, "fill", namespace="ops", node_name="snug", cpu="1500m", memory="6Gi", extra=None,
+            labels={"app": "fill"})
+    why = selectors.why_node("snug", cluster=world.cluster, now=world.clock())
+    assert why["category"] == "no cheaper replacement", why
+    cheapest = why["cheapest_replacement"]
+    assert cheapest is not None and cheapest["instance_type"] in why["blocked_by"]
+    # the engine's own figure, not the text's rounding to three decimals
+    assert f"${cheapest['price_per_hour']:.3f}/h" in why["blocked_by"] and cheapest["price_per_hour"] >= 0.096
 
 
 def test_why_node_of_a_deleted_nodepool(world: Any, viewer_client: Any) -> None:
