@@ -101,6 +101,7 @@ class Solve:
             if p.node_name and p.node_name not in exclude:
                 running_by_node.setdefault(p.node_name, []).append(p)
         pools = {p.name: p for p in s.nodepools}
+        port_daemonsets = [ds for ds in s.daemonsets if ds.pod.host_ports]
         self.nodes: list[ExistingNode] = []
         for spec in sorted(nodes, key=lambda n: (0 if n.kind == "Node" else 1, n.name)):
             used = Resources()
@@ -112,7 +113,9 @@ class Solve:
                 a - u for a, u in zip(vector(spec.allocatable, self.keys), vector(used, self.keys), strict=True)
             )
             pool = pools.get(spec.nodepool or "")
-            self.nodes.append(ExistingNode(spec, free, ports, pool))
+            self.nodes.append(
+                ExistingNode(spec, free, ports, pool, running_by_node.get(spec.name, ()), port_daemonsets)
+            )
             if pool is not None:
                 self.limits.count_node(pool.name, spec.capacity or spec.allocatable)
         self.node_by_name = {n.name: n for n in self.nodes}
@@ -228,7 +231,7 @@ class Solve:
                 continue
             if not tpl.options:
                 continue
-            used = np.asarray(add(tpl.ds_vec, ctx.vec), dtype=np.int64)
+            used = np.asarray(ctx.vec, dtype=np.int64)
             mask = (tpl.alloc_matrix >= used).all(axis=1)
             if tpl.pool.limits:
                 mask &= self.limits.mask(tpl)
@@ -368,7 +371,8 @@ class Solve:
                 labels.pop(HOSTNAME_LABEL, None)
                 cached = label_cache[lk] = dict(sorted(labels.items()))
             labels = dict(cached)
-            used = Resources(dict(zip(self.keys, claim.used, strict=True)))
+            # its pods' requests and the overhead of the DaemonSets that land on the chosen type
+            used = Resources(dict(zip(self.keys, add(claim.used, o.ds_vec), strict=True)))
             allocatable = alloc_cache.get(o.it.name)
             if allocatable is None:
                 allocatable = alloc_cache[o.it.name] = o.it.allocatable
