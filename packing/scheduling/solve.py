@@ -413,7 +413,15 @@ class Solve:
         out: list[list[str]] = [[] for _ in claims]
         for members in groups.values():
             first = claims[members[0]]
-            ordered_alloc_t, tnames, _ = first.tpl.ranked(first.base_reqs)
+            ordered_alloc_t, tnames, order = first.tpl.ranked(first.base_reqs)
+            # types whose DaemonSets hold a host port of the claim's pods are no alternative for it
+            allowed: npt.NDArray[np.bool_] | None = None
+            if first.tpl.port_daemonsets:
+                ports = [tuple(hp for p in claims[i].pods for hp in p.host_ports) for i in members]
+                if any(ports):
+                    allowed = np.array([first.tpl.port_mask(pt)[order] for pt in ports], dtype=bool).reshape(
+                        len(members), len(order)
+                    )
             used_t = (
                 np.array([claims[i].used for i in members], dtype=np.int64)
                 .reshape(len(members), len(self.keys))
@@ -432,6 +440,8 @@ class Solve:
                 fit = pend_used[0][:, None] <= block_t[0][None, :]
                 for r in range(1, block_t.shape[0]):
                     fit &= pend_used[r][:, None] <= block_t[r][None, :]
+                if allowed is not None:
+                    fit &= allowed[pending, c0 : c0 + _ALT_BLOCK]
                 fit &= np.cumsum(fit, axis=1) <= need[pending, None]
                 rows, cols = np.nonzero(fit)
                 hit_rows.append(pending[rows])
