@@ -89,7 +89,13 @@ def lower_bound(sched: Scheduler, results: Results, pending: Sequence[Pod]) -> f
             alloc = np.array([n.allocatable.get(r, 0) for r in keys], dtype=np.float64)
             free += np.maximum(alloc - running.get(n.name, 0.0), 0.0)
 
-    ds_min = np.array([min((t.ds_vec[i] for t in tpls), default=0) for i in range(n_r)], dtype=np.float64)
+    # DaemonSet overhead a node of any pool carries at least: the least over each pool's types (a pool with no
+    # type left counts with the overhead of every DaemonSet that lands on one of its types)
+    least = [
+        [min((o.ds_vec[i] for o in t.options), default=t.ds_overhead.get(r, 0)) for i, r in enumerate(keys)]
+        for t in tpls
+    ]
+    ds_min = np.array([min((row[i] for row in least), default=0) for i in range(n_r)], dtype=np.float64)
     # options: (type, set of compatible classes) -> cheapest price among its offerings with that signature
     options: dict[tuple[str, frozenset[int]], tuple[float, np.ndarray[Any, Any]]] = {}
     for tpl in tpls:

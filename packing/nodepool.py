@@ -2,16 +2,16 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from packing.pods import Pod
 from packing.requirements import Requirements
 from packing.resources import Resources
-from packing.taints import Taint
+from packing.taints import Taint, first_untolerated
 
-__all__ = ["DaemonSet", "ExistingNodeSpec", "NodePool", "PodDisruptionBudget"]
+__all__ = ["WELL_KNOWN_LABELS", "DaemonSet", "ExistingNodeSpec", "NodePool", "PodDisruptionBudget"]
 
 NODEPOOL_LABEL = "karpenter.sh/nodepool"
 CAPACITY_TYPE_LABEL = "karpenter.sh/capacity-type"
@@ -19,6 +19,34 @@ INSTANCE_TYPE_LABEL = "node.kubernetes.io/instance-type"
 ZONE_LABEL = "topology.kubernetes.io/zone"
 HOSTNAME_LABEL = "kubernetes.io/hostname"
 INITIALIZED_LABEL = "karpenter.sh/initialized"
+# Taints every DaemonSet pod tolerates: the DaemonSet controller adds the tolerations (node conditions, cordon)
+DAEMONSET_TOLERATED_TAINT_KEYS = frozenset(
+    {
+        "node.kubernetes.io/not-ready",
+        "node.kubernetes.io/unreachable",
+        "node.kubernetes.io/disk-pressure",
+        "node.kubernetes.io/memory-pressure",
+        "node.kubernetes.io/pid-pressure",
+        "node.kubernetes.io/unschedulable",
+    }
+)
+# Labels a DaemonSet may require of a new node although neither its NodePool nor its instance type defines them:
+# Kubernetes, the cloud provider or Karpenter (once the node registers and initializes) sets them on every node
+# (Karpenter's AllowUndefinedWellKnownLabels).
+WELL_KNOWN_LABELS = frozenset(
+    {
+        NODEPOOL_LABEL,
+        INITIALIZED_LABEL,
+        "karpenter.sh/registered",
+        CAPACITY_TYPE_LABEL,
+        INSTANCE_TYPE_LABEL,
+        ZONE_LABEL,
+        "topology.kubernetes.io/region",
+        "kubernetes.io/arch",
+        "kubernetes.io/os",
+        "node.kubernetes.io/windows-build",
+    }
+)
 
 # Karpenter v1's CRD defaults for the NodePool fields a manifest may leave out, spelled as in the manifest.
 # Written once here: the disruption engine, the console's field table (console/fleet/fieldtable.py), its
@@ -50,6 +78,61 @@ class DaemonSet:
     namespace: str
     name: str
     pod: Pod  # the template, as a pod; its requests are the per-node overhead
+
+    @property
+    def key(self) -> str:
+        return f"{self.namespace}/{self.name}"
+
+    def tolerates(self, taints: Iterable[Taint]) -> bool:
+        """Does its pod tolerate these taints (PreferNoSchedule never keeps it off)?"""
+        return first_untolerated(taints, self.pod.tolerations) is None
+
+    def runs_on(self, taints: Iterable[Taint], labels: Mapping[str, str]) -> bool:
+        """Would its pod run on a node with these taints and labels (an existing node)? The DaemonSet
+        controller tolerates the node-condition taints itself."""
+        if not self.tolerates(t for t in taints if t.key not in DAEMONSET_TOLERATED_TAINT_KEYS):
+            return False
+        return any(
+            all(k == HOSTNAME_LABEL or r.has(labels.get(k)) for k, r in term.items())
+            for term in self.pod.node_requirement_terms()
+        )
+
+    def lands_on(
+        self, base: Requirements, labels: Mapping[str, str], offered: Iterable[tuple[str, str]]
+    ) -> bool:
+        """Would its pod run on a new node of one instance type launched from a NodePool, taints aside?
+
+        `base`: the NodePool's requirements (labels included); `labels`: the instance type's; `offered`: the
+        (zone, capacity type) pairs the pool may launch it with. Like Karpenter's compatibility check, a
+        requirement passes when some node of the pool and type could satisfy it: a key the type labels is
+        decided by its value, a key only the pool constrains by overlapping with the pool's requirement,
+        and a key neither defines only when it allows the label's absence or is well known (the DaemonSet
+        for `node-role.kubernetes.io/control-plane`, or any label no pool offers, lands nowhere)."""
+        pairs = tuple(offered)
+        return any(_admits(term, base, labels, pairs) for term in self.pod.node_requirement_terms())
+
+
+def _admits(
+    term: Requirements, base: Requirements, labels: Mapping[str, str], offered: tuple[tuple[str, str], ...]
+) -> bool:
+    zr, cr = term.get(ZONE_LABEL), term.get(CAPACITY_TYPE_LABEL)
+    if (zr is not None or cr is not None) and not any(
+        (zr is None or zr.has(z)) and (cr is None or cr.has(c)) for z, c in offered
+    ):
+        return False
+    for k, r in term.items():
+        if k in (ZONE_LABEL, CAPACITY_TYPE_LABEL, HOSTNAME_LABEL):
+            continue
+        v = labels.get(k)
+        if v is not None:
+            if not r.has(v):
+                return False
+        elif k in base:
+            if r.intersect(base[k]).is_empty():
+                return False
+        elif not r.has(None) and k not in WELL_KNOWN_LABELS:
+            return False
+    return True
 
 
 @dataclass(frozen=True)

@@ -106,7 +106,7 @@ class _Baseline:
         for tpl in self.sv.tpls:
             if not tpl.options:
                 continue
-            used = np.asarray([a + b for a, b in zip(tpl.ds_vec, ctx.vec, strict=True)], dtype=np.int64)
+            used = np.asarray(ctx.vec, dtype=np.int64)
             ok = (tpl.alloc_matrix >= used).all(axis=1) & ~self.accel_mask[tpl.name]
             if bool(ok.any()):
                 return True
@@ -121,7 +121,7 @@ class _Baseline:
                 continue
             if not tpl.options:
                 continue
-            used = np.asarray([a + b for a, b in zip(tpl.ds_vec, ctx.vec, strict=True)], dtype=np.int64)
+            used = np.asarray(ctx.vec, dtype=np.int64)
             mask = (tpl.alloc_matrix >= used).all(axis=1)
             if tpl.pool.limits:
                 mask &= sv.limits.mask(tpl)

@@ -188,7 +188,7 @@ def _pack_group(
     sub = podm[idx]
     bins = pack(sub, allocs, prices)
     # each claim's requests in one numpy pass (integer sums: the same as adding pod by pod)
-    sums = bin_totals(sub, [b.pods for b in bins]) + np.asarray(tpl.ds_vec, dtype=np.int64)
+    sums = bin_totals(sub, [b.pods for b in bins])
     totals = [tuple(t) for t in sums.tolist()]
     for b, used in zip(bins, totals, strict=True):
         o, off = opts[b.option]

@@ -1,15 +1,18 @@
 """An existing Node or in-flight NodeClaim, with the room left on it (Karpenter's existingnode.go).
 
 Its size is fixed: a pod goes on it when it fits the free room, tolerates its taints, matches its labels, and
-its host ports and topology groups allow it there.
+its host ports and topology groups allow it there. The host ports in use are those of the pods running on it
+and of every DaemonSet that runs there (DaemonSet.runs_on) but whose pod is not listed on it yet (an in-flight
+NodeClaim, a node just launched).
 """
 
 from __future__ import annotations
 
 import operator
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from packing.nodepool import HOSTNAME_LABEL, ExistingNodeSpec, NodePool
+from packing.nodepool import HOSTNAME_LABEL, DaemonSet, ExistingNodeSpec, NodePool
 from packing.pods import HostPort, Pod
 from packing.scheduling import reasons
 from packing.scheduling.fit import FITS, Admission, Refusal
@@ -27,8 +30,15 @@ class ExistingNode:
     """A Node or in-flight NodeClaim with the room left on it."""
 
     def __init__(
-        self, spec: ExistingNodeSpec, free: Vec, ports: list[HostPort], pool: NodePool | None
+        self,
+        spec: ExistingNodeSpec,
+        free: Vec,
+        ports: list[HostPort],
+        pool: NodePool | None,
+        running: Sequence[Pod] = (),
+        daemonsets: Sequence[DaemonSet] = (),
     ) -> None:
+        """`ports`: those of the `running` pods; `daemonsets`: the DaemonSets with host ports."""
         self.spec = spec
         self.name = spec.name
         self.nodepool = spec.nodepool or ""
@@ -42,6 +52,21 @@ class ExistingNode:
         self.taints = taints
         self.free = free
         self.ports = ports
+        # host port -> "namespace/name" of the DaemonSet holding it, to name it when a pod collides
+        self.daemon_ports: dict[HostPort, str] = {}
+        if daemonsets:
+            here: set[str] = set()
+            for p in running:
+                if p.owner_kind == "DaemonSet":
+                    owner = f"{p.namespace}/{p.owner_name}"
+                    here.add(owner)
+                    for hp in p.host_ports:
+                        self.daemon_ports[hp] = owner
+            for ds in daemonsets:
+                if ds.key not in here and ds.runs_on(taints, self.labels):
+                    self.ports.extend(ds.pod.host_ports)
+                    for hp in ds.pod.host_ports:
+                        self.daemon_ports[hp] = ds.key
         self.pods: list[Pod] = []
         self.pos = -1
 
@@ -57,7 +82,11 @@ class ExistingNode:
         if not any(term.matches(self.labels) for term in ctx.terms):
             return Refusal(reasons.node_affinity(self.nodepool))
         for hp in ctx.pod.host_ports:
-            if any(hp.conflicts(o) for o in self.ports):
+            taken = next((o for o in self.ports if hp.conflicts(o)), None)
+            if taken is not None:
+                owner = self.daemon_ports.get(taken)
+                if owner is not None:
+                    return Refusal(reasons.daemonset_host_port(self.nodepool, hp.port, hp.protocol, owner))
                 return Refusal(reasons.host_port_in_use(self.nodepool, hp.port, hp.protocol))
         for g in ctx.owned:
             d = self.labels.get(g.key)

@@ -65,11 +65,19 @@ def explain_pool(s: Solve, ctx: PodContext, tpl: PoolTemplate) -> Reason:
     if term_reqs is None:
         return first_problem or reasons.node_affinity_matches_no_offering(name)
     viable = tpl.viable(term_reqs)
-    used = tuple(a + b for a, b in zip(tpl.ds_vec, ctx.vec, strict=True))
+    used = ctx.vec
     fitting = [o for o in viable if all(x <= y for x, y in zip(used, o.alloc, strict=True))]
     if not fitting:
         largest = tuple(max(o.alloc[i] for o in viable) for i in range(len(s.keys)))
         return reasons.no_instance_type_large_enough(name, s.keys, ctx.vec, largest)
+    if pod.host_ports and tpl.port_daemonsets:
+        mask = tpl.port_mask(pod.host_ports)
+        free = [o for o in fitting if mask[o.index]]
+        if not free:
+            clash = tpl.port_clash(pod.host_ports, fitting[0])
+            assert clash is not None
+            return reasons.daemonset_host_port(name, clash[0].port, clash[0].protocol, clash[1].key)
+        fitting = free
     limits = tpl.pool.limits
     if limits and not any(s.limits.ok(tpl, o.it.capacity) for o in fitting):
         used_l = s.limits.used[name]

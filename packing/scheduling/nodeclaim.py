@@ -48,7 +48,7 @@ class NodeClaim:
         self.tpl = tpl
         self.reqs = reqs
         self.idx = idx
-        self.used: Vec = tpl.ds_vec
+        self.used: Vec = (0,) * len(tpl.keys)  # its pods' requests; options' allocatable is net of DaemonSets
         self.pods: list[Pod] = []
         self.ports: list[HostPort] = []
         # callers that already know the largest allocatable among idx (one type) pass it: no numpy per claim
@@ -85,6 +85,14 @@ class NodeClaim:
         for hp in ctx.pod.host_ports:
             if any(hp.conflicts(o) for o in self.ports):
                 return Refusal(reasons.host_port_in_use(tpl.name, hp.port, hp.protocol))
+        base_idx = self.idx
+        if ctx.pod.host_ports and tpl.port_daemonsets:
+            # types whose DaemonSets hold one of the pod's host ports are out
+            base_idx = base_idx[tpl.port_mask(ctx.pod.host_ports)[base_idx]]
+            if not base_idx.size:
+                clash = tpl.port_clash(ctx.pod.host_ports, tpl.options[int(self.idx[0])])
+                assert clash is not None
+                return Refusal(reasons.daemonset_host_port(tpl.name, clash[0].port, clash[0].protocol, clash[1].key))
         last: reasons.Reason | None = None
         for term in ctx.terms:
             if term:
@@ -100,7 +108,7 @@ class NodeClaim:
                 last = pinned
                 continue
             reqs = pinned
-            idx = self.idx
+            idx = base_idx
             if reqs is not self.reqs and reqs != self.reqs:
                 idx = idx[tpl.viable_mask(reqs)[idx]]
             fit = idx[(tpl.alloc_matrix[idx] >= np.asarray(used, dtype=np.int64)).all(axis=1)]

@@ -30,6 +30,7 @@ __all__ = [
     "UnusableCause",
     "beyond_range",
     "could_not_explain",
+    "daemonset_host_port",
     "host_port_in_use",
     "human_quantity",
     "insufficient_resources",
@@ -84,7 +85,10 @@ class ReasonKind(StrEnum):
     # a topology spread or pod (anti-)affinity: constraint (spread, affinity, anti-affinity), topology_key,
     # selector, max_skew (spread only); or topology_key alone when no domain is left
     TOPOLOGY = "topology"
-    HOST_PORT = "host_port"  # port, protocol
+    HOST_PORT = "host_port"  # port, protocol; a pod already on the node holds it
+    # a DaemonSet holds the port: on the existing node, or on every new node of the pool the pod fits (it runs
+    # on each instance type left): port, protocol, daemonset ("namespace/name")
+    DAEMONSET_HOST_PORT = "daemonset_host_port"
     NODE_AFFINITY = "node_affinity"  # an existing node's labels match none of the pod's terms; {}
     CONSTRAINTS = "constraints"  # each constraint passes alone but no type satisfies all together; {}
     # requests beyond the largest amount the engine computes with; nodepool "": resources, requests_milli,
@@ -324,6 +328,16 @@ def node_affinity(nodepool: str) -> Reason:
 def host_port_in_use(nodepool: str, port: int, protocol: str) -> Reason:
     return Reason(
         ReasonKind.HOST_PORT, nodepool, {"port": port, "protocol": protocol}, f"host port {port}/{protocol} in use"
+    )
+
+
+def daemonset_host_port(nodepool: str, port: int, protocol: str, daemonset: str) -> Reason:
+    """`daemonset`: "namespace/name" of the DaemonSet whose pod holds the port."""
+    return Reason(
+        ReasonKind.DAEMONSET_HOST_PORT,
+        nodepool,
+        {"port": port, "protocol": protocol, "daemonset": daemonset},
+        f"host port {port}/{protocol} in use by DaemonSet {daemonset}",
     )
 
 

@@ -101,6 +101,7 @@ class Solve:
             if p.node_name and p.node_name not in exclude:
                 running_by_node.setdefault(p.node_name, []).append(p)
         pools = {p.name: p for p in s.nodepools}
+        port_daemonsets = [ds for ds in s.daemonsets if ds.pod.host_ports]
         self.nodes: list[ExistingNode] = []
         for spec in sorted(nodes, key=lambda n: (0 if n.kind == "Node" else 1, n.name)):
             used = Resources()
@@ -112,7 +113,9 @@ class Solve:
                 a - u for a, u in zip(vector(spec.allocatable, self.keys), vector(used, self.keys), strict=True)
             )
             pool = pools.get(spec.nodepool or "")
-            self.nodes.append(ExistingNode(spec, free, ports, pool))
+            self.nodes.append(
+                ExistingNode(spec, free, ports, pool, running_by_node.get(spec.name, ()), port_daemonsets)
+            )
             if pool is not None:
                 self.limits.count_node(pool.name, spec.capacity or spec.allocatable)
         self.node_by_name = {n.name: n for n in self.nodes}
@@ -228,7 +231,7 @@ class Solve:
                 continue
             if not tpl.options:
                 continue
-            used = np.asarray(add(tpl.ds_vec, ctx.vec), dtype=np.int64)
+            used = np.asarray(ctx.vec, dtype=np.int64)
             mask = (tpl.alloc_matrix >= used).all(axis=1)
             if tpl.pool.limits:
                 mask &= self.limits.mask(tpl)
@@ -368,7 +371,8 @@ class Solve:
                 labels.pop(HOSTNAME_LABEL, None)
                 cached = label_cache[lk] = dict(sorted(labels.items()))
             labels = dict(cached)
-            used = Resources(dict(zip(self.keys, claim.used, strict=True)))
+            # its pods' requests and the overhead of the DaemonSets that land on the chosen type
+            used = Resources(dict(zip(self.keys, add(claim.used, o.ds_vec), strict=True)))
             allocatable = alloc_cache.get(o.it.name)
             if allocatable is None:
                 allocatable = alloc_cache[o.it.name] = o.it.allocatable
@@ -409,7 +413,15 @@ class Solve:
         out: list[list[str]] = [[] for _ in claims]
         for members in groups.values():
             first = claims[members[0]]
-            ordered_alloc_t, tnames, _ = first.tpl.ranked(first.base_reqs)
+            ordered_alloc_t, tnames, order = first.tpl.ranked(first.base_reqs)
+            # types whose DaemonSets hold a host port of the claim's pods are no alternative for it
+            allowed: npt.NDArray[np.bool_] | None = None
+            if first.tpl.port_daemonsets:
+                ports = [tuple(hp for p in claims[i].pods for hp in p.host_ports) for i in members]
+                if any(ports):
+                    allowed = np.array([first.tpl.port_mask(pt)[order] for pt in ports], dtype=bool).reshape(
+                        len(members), len(order)
+                    )
             used_t = (
                 np.array([claims[i].used for i in members], dtype=np.int64)
                 .reshape(len(members), len(self.keys))
@@ -428,6 +440,8 @@ class Solve:
                 fit = pend_used[0][:, None] <= block_t[0][None, :]
                 for r in range(1, block_t.shape[0]):
                     fit &= pend_used[r][:, None] <= block_t[r][None, :]
+                if allowed is not None:
+                    fit &= allowed[pending, c0 : c0 + _ALT_BLOCK]
                 fit &= np.cumsum(fit, axis=1) <= need[pending, None]
                 rows, cols = np.nonzero(fit)
                 hit_rows.append(pending[rows])

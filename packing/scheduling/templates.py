@@ -1,5 +1,11 @@
 """NodePools prepared for a solve (Karpenter's nodeclaimtemplate.go): each pool's base requirements, DaemonSet
-overhead and launchable instance types, with per-requirements tables kept for later solves.
+overhead and host ports per instance type, and launchable instance types, with per-requirements tables kept for
+later solves.
+
+A DaemonSet counts on an instance type of a pool only where its pod would run: it tolerates the pool's taints and
+one of its node requirement terms is compatible with the pool's requirements and the type's labels and offerings
+(DaemonSet.lands_on). Each TypeOption's allocatable is net of the DaemonSets that land on it, and nothing else
+adds their overhead again: a NodeClaim's `used` holds its pods' requests alone.
 
 A PoolTemplate is built once per pool and set of resource keys (Scheduler.templates) and shared by every solve
 of that Scheduler: its caches depend on the pool, the catalog and the requirements asked about, never on a
@@ -23,23 +29,26 @@ from packing.nodepool import (
     DaemonSet,
     NodePool,
 )
+from packing.pods import HostPort
 from packing.requirements import Requirement, Requirements
 from packing.resources import Resources
 from packing.scheduling.vectors import Vec, vector
-from packing.taints import first_untolerated
 
 __all__ = ["LaunchOptions", "PoolTemplate", "TypeOption"]
 
 
 @dataclass(eq=False)
 class TypeOption:
-    """An instance type as one NodePool would launch it: allocatable net of that pool's DaemonSet overhead."""
+    """An instance type as one NodePool would launch it: allocatable net of the overhead (`ds_vec`) of the
+    DaemonSets that land on it (`daemonsets`)."""
 
     it: InstanceType
     labels: dict[str, str]
     alloc: Vec
     offerings: tuple[Offering, ...]
     index: int = 0
+    ds_vec: Vec = ()
+    daemonsets: tuple[DaemonSet, ...] = ()
     _offer_cache: dict[tuple[Requirement | None, Requirement | None], Offering | None] = field(
         default_factory=dict
     )
@@ -93,18 +102,14 @@ class PoolTemplate:
         base = pool.requirements.intersect(Requirements.from_labels(pool.labels))
         self.base = base.intersect(Requirements([Requirement.new(NODEPOOL_LABEL, "In", [pool.name])]))
         self.pool_keys = frozenset(k for k in self.base if k not in type_keys)
-        overhead = Resources()
-        for ds in daemonsets:
-            if first_untolerated(pool.taints, ds.pod.tolerations) is not None:
-                continue
-            if not any(term.compatible(self.base) for term in ds.pod.node_requirement_terms()):
-                continue
-            overhead = overhead + ds.pod.requests
-        self.ds_overhead = overhead
-        self.ds_vec = vector(overhead, keys)
+        # DaemonSets whose pods tolerate the pool's taints; which of them land depends on the instance type
+        tolerated = [ds for ds in daemonsets if ds.tolerates(pool.taints)]
+        zero = vector(Resources(), keys)
         type_reqs = self.base.restricted(type_keys)
         zr, cr = type_reqs.get(ZONE_LABEL), type_reqs.get(CAPACITY_TYPE_LABEL)
         options: list[TypeOption] = []
+        landing_any: set[int] = set()  # indices into `tolerated` of DaemonSets landing on some offered type
+        overhead_of: dict[tuple[int, ...], tuple[Vec, tuple[DaemonSet, ...]]] = {(): (zero, ())}
         for it in catalog:
             labels = dict(it.labels)
             labels[INSTANCE_TYPE_LABEL] = it.name
@@ -124,10 +129,29 @@ class PoolTemplate:
             )
             if not offs:
                 continue
-            alloc = tuple(a - d for a, d in zip(vector(it.allocatable, keys), self.ds_vec, strict=True))
+            pairs = [(o.zone, o.capacity_type) for o in offs]
+            landing = tuple(i for i, ds in enumerate(tolerated) if ds.lands_on(self.base, labels, pairs))
+            landing_any.update(landing)
+            hit = overhead_of.get(landing)
+            if hit is None:
+                total = Resources()
+                for i in landing:
+                    total = total + tolerated[i].pod.requests
+                hit = overhead_of[landing] = (vector(total, keys), tuple(tolerated[i] for i in landing))
+            ds_vec, landed = hit
+            alloc = tuple(a - d for a, d in zip(vector(it.allocatable, keys), ds_vec, strict=True))
             if any(x < 0 for x in alloc):
                 continue
-            options.append(TypeOption(it, labels, alloc, offs))
+            options.append(TypeOption(it, labels, alloc, offs, ds_vec=ds_vec, daemonsets=landed))
+        # the summed requests of every DaemonSet that lands on some type the pool could offer (what a pool whose
+        # types all lack room for them reports)
+        overhead = Resources()
+        for i in sorted(landing_any):
+            overhead = overhead + tolerated[i].pod.requests
+        self.ds_overhead = overhead
+        # DaemonSets with host ports that land on some option: a pod asking one of those ports avoids those types
+        self.port_daemonsets = any(ds.pod.host_ports for o in options for ds in o.daemonsets)
+        self._port_cache: dict[tuple[HostPort, ...], npt.NDArray[np.bool_]] = {}
         options.sort(key=lambda o: (min(x.price or 0.0 for x in o.offerings), o.it.name))
         for i, o in enumerate(options):
             o.index = i
@@ -144,6 +168,25 @@ class PoolTemplate:
         self.frontier_cache: dict[Requirements, npt.NDArray[np.int64]] = {}
         self.launch_cache: dict[Requirements, LaunchOptions] = {}
         self.universe: dict[str, frozenset[str]] = {}  # per label key: the values domains() found
+
+    def port_mask(self, ports: tuple[HostPort, ...]) -> npt.NDArray[np.bool_]:
+        """Options none of whose DaemonSets holds one of these host ports (all of them when no DaemonSet has
+        host ports)."""
+        hit = self._port_cache.get(ports)
+        if hit is None:
+            hit = np.array([self.port_clash(ports, o) is None for o in self.options], dtype=bool)
+            hit.setflags(write=False)
+            self._port_cache[ports] = hit
+        return hit
+
+    @staticmethod
+    def port_clash(ports: tuple[HostPort, ...], o: TypeOption) -> tuple[HostPort, DaemonSet] | None:
+        """The first of these host ports a DaemonSet landing on `o` holds, with that DaemonSet."""
+        for ds in o.daemonsets:
+            for hp in ports:
+                if any(hp.conflicts(q) for q in ds.pod.host_ports):
+                    return hp, ds
+        return None
 
     def viable(self, reqs: Requirements) -> list[TypeOption]:
         """Options whose labels and some offering satisfy the type-determined part of `reqs`, cheapest first."""

@@ -9,8 +9,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from packing.nodepool import HOSTNAME_LABEL, NODEPOOL_LABEL, ZONE_LABEL
+from packing.nodepool import CAPACITY_TYPE_LABEL, HOSTNAME_LABEL, NODEPOOL_LABEL, ZONE_LABEL, DaemonSet
 from packing.pods import HostPort, Pod, PodAffinityTerm
+from packing.requirements import Requirement, Requirements
 from packing.resources import Resources
 from packing.scheduling.results import Results
 from packing.scheduling.scheduler import Scheduler
@@ -30,6 +31,7 @@ class _Node:
     new: bool
     running: list[Pod] = field(default_factory=list)
     placed: list[Pod] = field(default_factory=list)
+    daemons: list[DaemonSet] = field(default_factory=list)  # DaemonSets that run there but are not listed
 
 
 def _term_selects(term: PodAffinityTerm, owner: Pod, other: Pod) -> bool:
@@ -63,6 +65,11 @@ def check_plan(sched: Scheduler, pending: Sequence[Pod], res: Results) -> list[s
         )
         n.running = [p for p in sched.running_pods if p.node_name == spec.name]
         n.placed = list(e.pods)
+        here = {f"{p.namespace}/{p.owner_name}" for p in n.running if p.owner_kind == "DaemonSet"}
+        # only their host ports are checked on existing nodes (their requests are the node's own business)
+        n.daemons = [
+            ds for ds in sched.daemonsets if ds.pod.host_ports and ds.key not in here and ds.runs_on(taints, labels)
+        ]
         nodes.append(n)
     catalog = {it.name: it for it in sched.instance_types}
     for c in res.nodeclaims:
@@ -73,6 +80,17 @@ def check_plan(sched: Scheduler, pending: Sequence[Pod], res: Results) -> list[s
             c.name, labels, it.allocatable, tuple(pools[c.nodepool].taints), c.nodepool, it.capacity, True
         )
         n.placed = list(c.pods)
+        # the DaemonSets that run on a node of this pool, type, zone and capacity type
+        pool = pools[c.nodepool]
+        base = pool.requirements.intersect(Requirements.from_labels(pool.labels)).intersect(
+            Requirements([Requirement.new(NODEPOOL_LABEL, "In", [pool.name])])
+        )
+        type_labels = {k: v for k, v in labels.items() if k not in (ZONE_LABEL, CAPACITY_TYPE_LABEL)}
+        n.daemons = [
+            ds
+            for ds in sched.daemonsets
+            if ds.tolerates(pool.taints) and ds.lands_on(base, type_labels, [(c.zone, c.capacity_type)])
+        ]
         nodes.append(n)
         off = [o for o in it.offerings if o.zone == c.zone and o.capacity_type == c.capacity_type]
         if not off or not off[0].available or off[0].price is None:
@@ -96,24 +114,14 @@ def check_plan(sched: Scheduler, pending: Sequence[Pod], res: Results) -> list[s
     if len(res.unschedulable_reasons) + len(seen) != len({p.key for p in pending}):
         errors.append("placed + unschedulable does not add up to the pending pods")
 
-    ds_for: dict[str, Resources] = {}
-    for pool in sched.nodepools:
-        overhead = Resources()
-        for ds in sched.daemonsets:
-            if first_untolerated(pool.taints, ds.pod.tolerations) is not None:
-                continue
-            if not any(t.compatible(pool.requirements) for t in ds.pod.node_requirement_terms()):
-                continue
-            overhead = overhead + ds.pod.requests
-        ds_for[pool.name] = overhead
-
     all_pods: list[tuple[Pod, _Node]] = [(p, n) for n in nodes for p in n.running + n.placed]
     for n in nodes:
         used = Resources()
         for p in n.running + n.placed:
             used = used + p.requests
-        if n.new and n.pool is not None:
-            used = used + ds_for.get(n.pool, Resources())
+        if n.new:
+            for ds in n.daemons:
+                used = used + ds.pod.requests
         over = used.exceeded(n.allocatable)
         # a node may already be overcommitted by what runs on it; the plan is only at fault if it added pods
         if over and (n.new or n.placed):
@@ -124,6 +132,11 @@ def check_plan(sched: Scheduler, pending: Sequence[Pod], res: Results) -> list[s
                 if any(hp.conflicts(q) for q in ports):
                     errors.append(f"{n.name}: host port {hp.port} used twice")
                 ports.append(hp)
+        for p in n.placed:
+            for hp in p.host_ports:
+                holder = next((d for d in n.daemons if any(hp.conflicts(q) for q in d.pod.host_ports)), None)
+                if holder is not None:
+                    errors.append(f"{p.key} on {n.name}: host port {hp.port} held by DaemonSet {holder.key}")
         for p in n.placed:
             t = first_untolerated(n.taints, p.tolerations)
             if t is not None:

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 from hypothesis import given
 from hypothesis import strategies as st
 
 from packing.instancetype import InstanceType
-from packing.nodepool import ExistingNodeSpec, NodePool
-from packing.pods import LabelSelector, Pod, TopologySpread
+from packing.nodepool import DaemonSet, ExistingNodeSpec, NodePool
+from packing.pods import HostPort, LabelSelector, Pod, TopologySpread
 from packing.requirements import Requirement, Requirements
 from packing.resources import Resources
 from packing.scheduling.scheduler import Scheduler
@@ -189,3 +191,89 @@ def test_existing_nodes_feasible_and_bounded(
     if nodes:
         w = s.solve(pods, exclude_nodes={nodes[0].name})
         assert all(e.name != nodes[0].name for e in w.existing)
+
+
+@st.composite
+def daemonsets(draw: st.DrawFn) -> list[DaemonSet]:
+    """DaemonSets on every node, on one arch, on one instance type, on control-plane nodes only (which no pool
+    offers) or tolerating the tainted pool; some holding host port 8080 or 9090."""
+    out = []
+    for i in range(draw(st.integers(0, 4))):
+        where = draw(st.integers(0, 4))
+        selector: dict[str, str] = {}
+        tolerations: tuple[Toleration, ...] = ()
+        if where == 1:
+            selector = {"kubernetes.io/arch": draw(st.sampled_from(["amd64", "arm64"]))}
+        elif where == 2:
+            selector = {"node.kubernetes.io/instance-type": f"t{draw(st.integers(0, 5))}"}
+        elif where == 3:
+            selector = {"node-role.kubernetes.io/control-plane": ""}
+        elif where == 4:
+            tolerations = (Toleration("dedicated", "Equal", "x", "NoSchedule"),)
+        port = draw(st.sampled_from([None, 8080, 9090]))
+        p = Pod(
+            f"ds{i}",
+            namespace="kube-system",
+            requests=Resources({"cpu": 100 * draw(st.integers(1, 15)), "memory": 2**27 * 1000, "pods": 1000}),
+            node_selector=selector,
+            tolerations=tolerations,
+            host_ports=(HostPort(port),) if port else (),
+        )
+        out.append(DaemonSet("kube-system", f"ds{i}", p))
+    return out
+
+
+def _lands(ds: DaemonSet, pool: NodePool, labels: dict[str, str]) -> bool:
+    """The generated DaemonSets' landing rule, worked out independently of the engine: taints tolerated and
+    every nodeSelector label on the node."""
+    tolerated = all(any(t.tolerates(x) for t in ds.pod.tolerations) for x in pool.taints if x.effect != "PreferNoSchedule")
+    return tolerated and all(labels.get(k) == v for k, v in ds.pod.node_selector.items())
+
+
+@given(catalogs(), pools(), pod_lists(), daemonsets(), st.lists(st.sampled_from([0, 1, 2]), min_size=25, max_size=25))
+def test_daemonsets_count_only_where_they_land(
+    cat: list[InstanceType], nps: list[NodePool], pods: list[Pod], dss: list[DaemonSet], port_of: list[int]
+) -> None:
+    # some pods ask host port 8080 or 9090 too
+    pods = [
+        dataclasses.replace(p, host_ports=(HostPort((0, 8080, 9090)[port_of[i]]),)) if port_of[i] else p
+        for i, p in enumerate(pods)
+    ]
+    s = Scheduler(nps, cat, daemonsets=dss)
+    r = s.solve(pods, lower_bound=True)
+    # no node overcommitted counting the DaemonSets that land on it, no host port held twice
+    assert check_plan(s, pods, r) == []
+    assert r.lower_bound is not None and r.lower_bound <= r.cost_per_hour + 1e-9
+    by_pool = {p.name: p for p in nps}
+    by_type = {it.name: it for it in cat}
+    for c in r.nodeclaims:
+        landed = [ds for ds in dss if _lands(ds, by_pool[c.nodepool], c.labels)]
+        total = Resources()
+        for p in [*c.pods, *(ds.pod for ds in landed)]:
+            total = total + p.requests
+        # the claim's requests are its pods' and exactly those DaemonSets'
+        assert c.requests == total
+        assert not total.exceeded(by_type[c.instance_type].allocatable)
+        held = [hp for ds in landed for hp in ds.pod.host_ports]
+        assert not any(hp.conflicts(q) for p in c.pods for hp in p.host_ports for q in held)
+
+
+@given(catalogs(), pools(), pod_lists(), clusters(), daemonsets())
+def test_daemonset_host_ports_respected_on_existing_nodes(
+    cat: list[InstanceType],
+    nps: list[NodePool],
+    pods: list[Pod],
+    cluster: tuple[list[ExistingNodeSpec], list[Pod]],
+    dss: list[DaemonSet],
+) -> None:
+    # every third pod asks port 8080: never where a DaemonSet holding it runs (listed or not yet)
+    pods = [dataclasses.replace(p, host_ports=(HostPort(8080),)) if i % 3 == 0 else p for i, p in enumerate(pods)]
+    nodes, running = cluster
+    s = Scheduler(nps, cat, nodes, running, dss)
+    r = s.solve(pods, lower_bound=True)
+    assert check_plan(s, pods, r) == []
+    holders = [ds for ds in dss if any(hp.port == 8080 for hp in ds.pod.host_ports)]
+    for e in r.existing:
+        spec = next(n for n in nodes if n.name == e.name)
+        if any(ds.runs_on(spec.taints if spec.initialized else (), spec.labels) for ds in holders):
+            assert not any(p.host_ports for p in e.pods)
