@@ -18,6 +18,7 @@ from packing.fields import (
     bounded,
     resources,
     str_map,
+    sub_path,
 )
 from packing.nodepool import HOSTNAME_LABEL
 from packing.pods import (
@@ -150,8 +151,7 @@ def pod_level_requests(d: Any, path: str, containers: Resources) -> Resources | 
             key = str(k)
             if key not in _POD_LEVEL_RESOURCES and not key.startswith(_POD_LEVEL_PREFIX):
                 raise FieldError(
-                    f"{path}.{part}.{brief(key)}",
-                    "pod-level resources support only cpu, memory and hugepages-*",
+                    sub_path(f"{path}.{part}", key), "pod-level resources support only cpu, memory and hugepages-*"
                 )
     if not reqs and not lims:
         return None
