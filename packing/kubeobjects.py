@@ -43,8 +43,8 @@ from packing.nodepool import (
     NodePool,
     PodDisruptionBudget,
 )
-from packing.pods import LabelSelector, Pod
-from packing.podspec import label_selector, parse_pod_spec, requirement, taints
+from packing.pods import IgnoredPod, LabelSelector, Pod
+from packing.podspec import label_selector, parse_pod_spec, requirement, scheduling_gates, taints
 from packing.requirements import Requirements
 from packing.resources import Resources
 from packing.yamlinput import brief
@@ -68,10 +68,16 @@ __all__ = [
     "parse_pod_spec",
 ]
 
-MAX_REPLICAS = 10_000  # pods one Deployment/StatefulSet/ReplicaSet/Job may stand for (replicas, parallelism)
+MAX_REPLICAS = 10_000  # pods one workload (Deployment, ReplicaSet, Job...) may stand for (replicas, parallelism)
 MAX_EXPANDED_PODS = 100_000  # pending pods made from workloads in one input, in all
 
-WORKLOAD_KINDS = {("apps", "Deployment"), ("apps", "StatefulSet"), ("apps", "ReplicaSet"), ("batch", "Job")}
+WORKLOAD_KINDS = {
+    ("apps", "Deployment"),
+    ("apps", "StatefulSet"),
+    ("apps", "ReplicaSet"),
+    ("batch", "Job"),
+    ("", "ReplicationController"),  # v1: a ReplicaSet with a plain-map selector
+}
 
 # Reads one more part of an object into wherever it keeps it (packing.disruption.inputs.read_extras); FieldError
 # naming the field (its path includes the item's prefix inside a List) when that part is bad.
@@ -88,12 +94,16 @@ class Workload:
     template: Pod
     owner: tuple[str, str] | None = None  # (kind, name) of the controller, e.g. a ReplicaSet's Deployment
     where: str = ""  # "file: document N (Kind name): " for error messages, when read from a file
+    gates: tuple[str, ...] = ()  # the template's spec.schedulingGates: its pods are not provisioned for
 
 
 @dataclass
 class Inputs:
     pending: list[Pod] = field(default_factory=list)
     running: list[Pod] = field(default_factory=list)
+    # pods without a node that are not provisioned for (scheduling gates, a PodScheduled reason other than
+    # Unschedulable): listed in the plan's `ignored`, never given to the scheduler
+    ignored: list[IgnoredPod] = field(default_factory=list)
     nodes: list[ExistingNodeSpec] = field(default_factory=list)
     nodeclaims: list[tuple[ExistingNodeSpec, str]] = field(default_factory=list)  # (spec, instance type name)
     nodepools: list[NodePool] = field(default_factory=list)
@@ -105,6 +115,8 @@ class Inputs:
     skipped: dict[str, int] = field(default_factory=dict)
     # where each InstanceType was read ("file: document N"), to name both places of a duplicate
     origins: dict[str, str] = field(default_factory=dict)
+    # where each object read from a file was, by (kind, namespace, name): two of them are refused
+    places: dict[tuple[str, str, str], str] = field(default_factory=dict)
     expanded: bool = False  # expand_workloads has run (it runs once)
 
     @property
@@ -146,13 +158,46 @@ def _replicas(v: Any, path: str) -> int:
     return n
 
 
+def _not_provisioned(gates: tuple[str, ...], status: Mapping[str, Any]) -> str:
+    """Why a pod without a node is not provisioned for ("" when it is): as Karpenter, a pod with scheduling gates
+    waits for them, and a pod the scheduler has judged must have been found Unschedulable. A pod without a
+    PodScheduled condition (a manifest, or one the scheduler has not seen yet) is provisioned for."""
+    if gates:
+        names = ", ".join(cut(g, 60) for g in gates[:5]) + (", …" if len(gates) > 5 else "")
+        return f"scheduling gate{'s' if len(gates) > 1 else ''} {names}"
+    verdicts = []
+    for i, c in enumerate(as_list(status.get("conditions"), "status.conditions")):
+        cp = f"status.conditions[{i}]"
+        co = as_object(c, cp)
+        if as_str(co.get("type"), f"{cp}.type", required=True) != "PodScheduled":
+            continue
+        verdicts.append(
+            (as_str(co.get("status"), f"{cp}.status"), as_str(co.get("reason"), f"{cp}.reason"))
+        )
+    if not verdicts or any(reason == "Unschedulable" for _, reason in verdicts):
+        return ""
+    cond, reason = verdicts[0]
+    if reason:
+        return f"PodScheduled condition reason {cut(reason, 60)} (not Unschedulable)"
+    return f"PodScheduled condition status {cut(cond, 60) or '(none)'} without reason Unschedulable"
+
+
 def _pod(doc: Mapping[str, Any], out: Inputs, where: str) -> None:
     meta, name, ns = _meta(doc)
-    pod = parse_pod_spec(meta, as_object(doc.get("spec"), "spec"), "", name=name, namespace=ns)
-    phase = as_object(doc.get("status"), "status").get("phase")
-    if phase in ("Succeeded", "Failed"):
+    spec = as_object(doc.get("spec"), "spec")
+    pod = parse_pod_spec(meta, spec, "", name=name, namespace=ns)
+    gates = scheduling_gates(spec.get("schedulingGates"), "spec.schedulingGates")
+    status = as_object(doc.get("status"), "status")
+    if status.get("phase") in ("Succeeded", "Failed"):
         return
-    (out.running if pod.node_name else out.pending).append(pod)
+    if pod.node_name:
+        out.running.append(pod)
+        return
+    why = _not_provisioned(gates, status)
+    if why:
+        out.ignored.append(IgnoredPod(pod, why))
+    else:
+        out.pending.append(pod)
 
 
 def _node(doc: Mapping[str, Any], out: Inputs, where: str) -> None:
@@ -277,6 +322,8 @@ def _workload(doc: Mapping[str, Any], out: Inputs, where: str) -> None:
     meta, name, ns = _meta(doc)
     spec = as_object(doc.get("spec"), "spec")
     pod = _template_pod(spec, name, ns)
+    tspec = as_object(as_object(spec.get("template"), "spec.template").get("spec"), "spec.template.spec")
+    gates = scheduling_gates(tspec.get("schedulingGates"), "spec.template.spec.schedulingGates")
     if kind == "Job":
         # a Job runs `parallelism` pods at once (default 1), never more than it has completions left
         replicas = _replicas(spec.get("parallelism"), "spec.parallelism")
@@ -284,11 +331,16 @@ def _workload(doc: Mapping[str, Any], out: Inputs, where: str) -> None:
             replicas = min(replicas, as_int(spec.get("completions"), "spec.completions", replicas, lo=0))
     else:
         replicas = _replicas(spec.get("replicas"), "spec.replicas")
-    sel = label_selector(spec.get("selector"), "spec.selector")
+    if kind == "ReplicationController":
+        # a plain map of labels; the API server defaults it to the template's labels
+        labels = str_map(spec.get("selector"), "spec.selector") or dict(pod.labels)
+        sel = label_selector({"matchLabels": labels}, "spec.selector") if labels else None
+    else:
+        sel = label_selector(spec.get("selector"), "spec.selector")
     owners = as_list(meta.get("ownerReferences"), "metadata.ownerReferences")
     first = as_object(owners[0], "metadata.ownerReferences[0]") if owners else {}
     owner = (str(first.get("kind", "")), str(first.get("name", ""))) if first else None
-    out.workloads.append(Workload(kind, ns, name, replicas, sel, pod, owner, where))
+    out.workloads.append(Workload(kind, ns, name, replicas, sel, pod, owner, where, gates))
 
 
 def _pdb(doc: Mapping[str, Any], out: Inputs, where: str) -> None:
@@ -332,14 +384,35 @@ def add_object(doc: Mapping[str, Any], out: Inputs, where: str = "") -> None:
     if reader is None:
         out.skipped[kind] = out.skipped.get(kind, 0) + 1
         return
+    key = _object_key(doc, kind) if where else None
+    if key is not None and kind != "InstanceType":  # an InstanceType's own message follows
+        first_place = out.places.get(key)
+        if first_place is not None:
+            _, ns, name = key
+            named = f"{cut(ns, 60)}/{cut(name, 60)}" if ns else cut(name, 60)
+            raise FieldError(
+                "metadata.name", f"{cut(kind, 60)} {named} is defined more than once (also {first_place})"
+            )
     types = len(out.instance_types)
     reader(doc, out, where)
+    if key is not None:
+        out.places.setdefault(key, where.rstrip(": ."))
     if where and len(out.instance_types) > types:
         name = out.instance_types[-1].name
         first = out.origins.get(name)
         if first is not None:
             raise FieldError("metadata.name", f"InstanceType {cut(name, 60)} is defined more than once (also {first})")
         out.origins[name] = where.rstrip(": ")
+
+
+# kinds whose objects have no namespace: a stray metadata.namespace does not make two of them different
+_CLUSTER_SCOPED = frozenset({"Node", "NodeClaim", "NodePool", "EC2NodeClass", "InstanceType"})
+
+
+def _object_key(doc: Mapping[str, Any], kind: str) -> tuple[str, str, str]:
+    """(kind, namespace, name) of an object the readers accept (its metadata already read by them)."""
+    _, name, ns = _meta(doc)
+    return kind, "" if kind in _CLUSTER_SCOPED else ns, name
 
 
 # ---------------------------------------------------------------- texts and files
@@ -402,7 +475,7 @@ def inflight_claims(inp: Inputs, catalog: Sequence[InstanceType]) -> list[Existi
 def expansion_plan(inp: Inputs) -> list[tuple[Workload, list[int]]]:
     """Which workloads expand_workloads stamps pods out of, and the ordinals of those pods; InputError naming
     the workload at which the pods made would pass MAX_EXPANDED_PODS (checked before any pod is made)."""
-    given = inp.pending + inp.running
+    given = inp.pending + inp.running + [i.pod for i in inp.ignored]
     names = {p.key for p in given}
     present = {(w.namespace, w.kind, w.name) for w in inp.workloads}
     plan: list[tuple[Workload, list[int]]] = []
@@ -432,8 +505,9 @@ def expansion_plan(inp: Inputs) -> list[tuple[Workload, list[int]]]:
 
 
 def expand_workloads(inp: Inputs) -> None:
-    """Pending pods for Deployments, StatefulSets, ReplicaSets and Jobs of which no pod was given (once: a second
-    call does nothing). InputError past MAX_EXPANDED_PODS."""
+    """Pending pods for Deployments, StatefulSets, ReplicaSets, ReplicationControllers and Jobs of which no pod was
+    given (once: a second call does nothing); a template with scheduling gates makes ignored pods instead.
+    InputError past MAX_EXPANDED_PODS."""
     if inp.expanded:
         return
     plan = expansion_plan(inp)
@@ -442,23 +516,25 @@ def expand_workloads(inp: Inputs) -> None:
         for i in ordinals:
             name = f"{w.name}-{i}"
             t = w.template
-            inp.pending.append(
-                Pod(
-                    name=name,
-                    namespace=w.namespace,
-                    labels=dict(t.labels),
-                    requests=t.requests,
-                    node_selector=t.node_selector,
-                    required_terms=t.required_terms,
-                    preferred_terms=t.preferred_terms,
-                    tolerations=t.tolerations,
-                    spread=t.spread,
-                    affinity=t.affinity,
-                    anti_affinity=t.anti_affinity,
-                    preferred_affinity=t.preferred_affinity,
-                    preferred_anti_affinity=t.preferred_anti_affinity,
-                    host_ports=t.host_ports,
-                    owner_kind=w.kind,
-                    owner_name=w.name,
-                )
+            pod = Pod(
+                name=name,
+                namespace=w.namespace,
+                labels=dict(t.labels),
+                requests=t.requests,
+                node_selector=t.node_selector,
+                required_terms=t.required_terms,
+                preferred_terms=t.preferred_terms,
+                tolerations=t.tolerations,
+                spread=t.spread,
+                affinity=t.affinity,
+                anti_affinity=t.anti_affinity,
+                preferred_affinity=t.preferred_affinity,
+                preferred_anti_affinity=t.preferred_anti_affinity,
+                host_ports=t.host_ports,
+                owner_kind=w.kind,
+                owner_name=w.name,
             )
+            if w.gates:
+                inp.ignored.append(IgnoredPod(pod, _not_provisioned(w.gates, {})))
+            else:
+                inp.pending.append(pod)

@@ -63,8 +63,8 @@ def main(
         )
         return 1
     if args.output == "json":
-        json.dump(render_json(res), stdout, indent=2)
+        json.dump(render_json(res, inp.ignored), stdout, indent=2)
         stdout.write("\n")
     else:
-        render_text(res, stdout)
+        render_text(res, stdout, inp.ignored)
     return 0

@@ -6,10 +6,19 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, TextIO
 
+from packing.pods import IgnoredPod
 from packing.scheduling.reasons import Reason
 from packing.scheduling.results import ExistingPlacement, PlannedNodeClaim, Results
 
-__all__ = ["existing_json", "nodeclaim_json", "reason_json", "render_json", "render_text", "unschedulable_json"]
+__all__ = [
+    "existing_json",
+    "ignored_json",
+    "nodeclaim_json",
+    "reason_json",
+    "render_json",
+    "render_text",
+    "unschedulable_json",
+]
 
 
 def nodeclaim_json(c: PlannedNodeClaim) -> dict[str, Any]:
@@ -61,16 +70,23 @@ def unschedulable_json(pod: str, reasons: Sequence[Reason]) -> dict[str, Any]:
     return {"pod": pod, "reasons": [reason_json(r) for r in reasons]}
 
 
-def render_json(res: Results) -> dict[str, Any]:
-    """The `--output json` document of a plan."""
+def ignored_json(ignored: Sequence[IgnoredPod]) -> list[dict[str, str]]:
+    """The pods not provisioned for (Inputs.ignored), by name: `[{"pod": "ns/name", "why": "scheduling gate …"}]`."""
+    return [{"pod": i.key, "why": i.why} for i in sorted(ignored, key=lambda i: i.key)]
+
+
+def render_json(res: Results, ignored: Sequence[IgnoredPod] = ()) -> dict[str, Any]:
+    """The `--output json` document of a plan; `ignored` the pods of its inputs it was not made for."""
     return {
         "nodeclaims": [nodeclaim_json(c) for c in res.nodeclaims],
         "existing_nodes": [existing_json(e) for e in res.existing],
         "unschedulable": [unschedulable_json(pod, reasons) for pod, reasons in sorted(res.unschedulable_reasons.items())],
+        "ignored": ignored_json(ignored),
         "summary": {
             "pending_pods": res.pending,
             "scheduled": res.scheduled,
             "unschedulable": len(res.unschedulable),
+            "ignored": len(ignored),
             "new_nodeclaims": len(res.nodeclaims),
             "cost_per_hour": res.cost_per_hour,
             "lower_bound_per_hour": None if res.lower_bound is None else round(res.lower_bound, 6),
@@ -80,8 +96,8 @@ def render_json(res: Results) -> dict[str, Any]:
     }
 
 
-def render_text(res: Results, out: TextIO) -> None:
-    """The `--output text` listing of a plan."""
+def render_text(res: Results, out: TextIO, ignored: Sequence[IgnoredPod] = ()) -> None:
+    """The `--output text` listing of a plan (`ignored` as for render_json)."""
     w = out.write
     if res.nodeclaims:
         rows = [("NODECLAIM", "NODEPOOL", "TYPE", "ZONE", "CAPACITY", "$/H", "PODS")]
@@ -115,9 +131,14 @@ def render_text(res: Results, out: TextIO) -> None:
             w(f"  {pod}\n")
             for np_, why in reasons:
                 w(f"    - nodepool {np_}: {why}\n" if np_ else f"    - {why}\n")
+    if ignored:
+        w("Not provisioned for (ignored):\n")
+        for i in ignored_json(ignored):
+            w(f"  {i['pod']}: {i['why']}\n")
     bound = "n/a" if res.lower_bound is None else f"${res.lower_bound:.4f}/h"
+    also = f", {len(ignored)} ignored" if ignored else ""
     w(
-        f"Pods: {res.pending} pending, {res.scheduled} scheduled, {len(res.unschedulable)} unschedulable; "
+        f"Pods: {res.pending} pending, {res.scheduled} scheduled, {len(res.unschedulable)} unschedulable{also}; "
         f"{len(res.nodeclaims)} new nodeclaims\n"
     )
     w(f"Total cost: ${res.cost_per_hour:.4f}/h   Lower bound: {bound}   Solve: {res.solve_seconds:.3f}s\n")

@@ -12,11 +12,13 @@ from packing.taints import Toleration
 __all__ = [
     "ContainerResources",
     "HostPort",
+    "IgnoredPod",
     "LabelSelector",
     "Pod",
     "PodAffinityTerm",
     "TopologySpread",
     "container_requests",
+    "containers_requests",
     "pod_requests",
 ]
 
@@ -43,12 +45,10 @@ def _max(a: Resources, b: Resources) -> Resources:
     return Resources({k: max(a.get(k, 0), b.get(k, 0)) for k in set(a) | set(b)})
 
 
-def pod_requests(
-    containers: Sequence[ContainerResources],
-    init_containers: Sequence[ContainerResources] = (),
-    overhead: Resources | None = None,
+def containers_requests(
+    containers: Sequence[ContainerResources], init_containers: Sequence[ContainerResources] = ()
 ) -> Resources:
-    """max(sum of containers + sidecars, each init container + sidecars started before it) + overhead + 1 pod."""
+    """max(sum of containers + sidecars, each init container + sidecars started before it)."""
     total = Resources()
     for c in containers:
         total = total + container_requests(c)
@@ -61,7 +61,23 @@ def pod_requests(
             init_peak = _max(init_peak, sidecars)
         else:
             init_peak = _max(init_peak, sidecars + req)
-    total = _max(total + sidecars, init_peak)
+    return _max(total + sidecars, init_peak)
+
+
+def pod_requests(
+    containers: Sequence[ContainerResources],
+    init_containers: Sequence[ContainerResources] = (),
+    overhead: Resources | None = None,
+    pod_level: Resources | None = None,
+) -> Resources:
+    """The containers' requests (containers_requests) + overhead + 1 pod. `pod_level` (spec.resources, as
+    packing.podspec.pod_level_requests defaults it) replaces the containers' requests of the resources it
+    names: the scheduler takes pod-level requests as the pod's whole need."""
+    total = containers_requests(containers, init_containers)
+    if pod_level:
+        merged = dict(total.as_dict())
+        merged.update(pod_level.as_dict())
+        total = Resources(merged)
     if overhead:
         total = total + overhead
     return total + Resources({PODS: 1000})
@@ -158,3 +174,16 @@ class Pod:
         if not self.required_terms:
             return (base,)
         return tuple(base.intersect(t) for t in self.required_terms)
+
+
+@dataclass(frozen=True, slots=True)
+class IgnoredPod:
+    """A pod without a node that is not provisioned for, as Karpenter leaves it alone: it has scheduling gates, or
+    its PodScheduled condition gives a reason other than Unschedulable. `why` says which."""
+
+    pod: Pod
+    why: str
+
+    @property
+    def key(self) -> str:
+        return self.pod.key

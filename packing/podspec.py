@@ -18,6 +18,7 @@ from packing.fields import (
     bounded,
     resources,
     str_map,
+    sub_path,
 )
 from packing.nodepool import HOSTNAME_LABEL
 from packing.pods import (
@@ -27,17 +28,22 @@ from packing.pods import (
     Pod,
     PodAffinityTerm,
     TopologySpread,
+    containers_requests,
     pod_requests,
 )
+from packing.quantity import format_quantity
 from packing.requirements import OPERATORS, Requirement, RequirementError, Requirements
-from packing.taints import EFFECTS, Taint, Toleration
+from packing.resources import Resources
+from packing.taints import EFFECTS, TOLERATION_OPERATORS, Taint, Toleration, taint_number
 from packing.yamlinput import brief
 
 __all__ = [
     "affinity_term",
     "label_selector",
     "parse_pod_spec",
+    "pod_level_requests",
     "requirement",
+    "scheduling_gates",
     "taint",
     "taints",
     "toleration",
@@ -95,12 +101,70 @@ def taints(d: Any, path: str) -> tuple[Taint, ...]:
 def toleration(d: Any, path: str) -> Toleration:
     o = as_object(d, path)
     op = as_str(o.get("operator"), f"{path}.operator", default="Equal")
-    if op not in ("Equal", "Exists"):
-        raise FieldError(f"{path}.operator", f"unknown operator {brief(op)} (expected Equal or Exists)")
+    if op not in TOLERATION_OPERATORS:
+        raise FieldError(
+            f"{path}.operator",
+            f"unknown operator {brief(op)} (expected one of {', '.join(TOLERATION_OPERATORS)})",
+        )
     effect = as_str(o.get("effect"), f"{path}.effect")
     if effect and effect not in EFFECTS:
         raise FieldError(f"{path}.effect", f"unknown effect {brief(effect)}")
-    return Toleration(as_str(o.get("key"), f"{path}.key"), op, as_str(o.get("value"), f"{path}.value"), effect)
+    key = as_str(o.get("key"), f"{path}.key")
+    value = as_str(o.get("value"), f"{path}.value")
+    if op in ("Gt", "Lt"):
+        # Kubernetes 1.35 (alpha): a key, and a value that is a positive integer without leading zeros
+        if not key:
+            raise FieldError(f"{path}.key", f"is required with operator {op}")
+        if taint_number(value) is None:
+            raise FieldError(
+                f"{path}.value",
+                f"must be a positive integer without leading zeros with operator {op}, got {brief(value)}",
+            )
+    return Toleration(key, op, value, effect)
+
+
+def scheduling_gates(d: Any, path: str) -> tuple[str, ...]:
+    """The names of spec.schedulingGates (a gated pod is not provisioned for until its gates are removed)."""
+    names = []
+    for i, g in enumerate(as_list(d, path)):
+        name = as_str(as_object(g, f"{path}[{i}]").get("name"), f"{path}[{i}].name", required=True)
+        if not name:
+            raise FieldError(f"{path}[{i}].name", "must not be empty")
+        names.append(name)
+    return tuple(names)
+
+
+# Kubernetes accepts pod-level requests and limits for these resources only
+_POD_LEVEL_RESOURCES = ("cpu", "memory")
+_POD_LEVEL_PREFIX = "hugepages-"
+
+
+def pod_level_requests(d: Any, path: str, containers: Resources) -> Resources | None:
+    """The requests pod-level resources (spec.resources) set, for the resources they name; None when there are
+    none. As the API server defaults them: a resource with a pod-level limit but no pod-level request requests
+    the containers' aggregate when a container requests it, else the limit. `containers` is that aggregate."""
+    o = as_object(d, path)
+    reqs = resources(o.get("requests"), f"{path}.requests")
+    lims = resources(o.get("limits"), f"{path}.limits")
+    for part, given in (("requests", o.get("requests")), ("limits", o.get("limits"))):
+        for k in as_object(given, f"{path}.{part}"):
+            key = str(k)
+            if key not in _POD_LEVEL_RESOURCES and not key.startswith(_POD_LEVEL_PREFIX):
+                raise FieldError(
+                    sub_path(f"{path}.{part}", key), "pod-level resources support only cpu, memory and hugepages-*"
+                )
+    if not reqs and not lims:
+        return None
+    out = dict(reqs.as_dict())
+    for k, v in lims.items():
+        if k in out:
+            if out[k] > v:
+                raise FieldError(
+                    f"{path}.requests.{k}", f"must be less than or equal to the limit {format_quantity(v, k)}"
+                )
+            continue
+        out[k] = containers[k] if containers.get(k, 0) else v
+    return Resources(out)
 
 
 def affinity_term(d: Any, path: str, namespace: str) -> PodAffinityTerm:
@@ -139,7 +203,11 @@ def parse_pod_spec(
     containers = _containers(spec.get("containers"), f"{sp}.containers", init=False)
     inits = _containers(spec.get("initContainers"), f"{sp}.initContainers", init=True)
     overhead = resources(spec.get("overhead"), f"{sp}.overhead")
-    requests = bounded(pod_requests(containers, inits, overhead), f"{sp}.containers[*].resources.requests")
+    pod_level = pod_level_requests(spec.get("resources"), f"{sp}.resources", containers_requests(containers, inits))
+    requests = bounded(
+        pod_requests(containers, inits, overhead, pod_level),
+        f"{sp}.resources.requests" if pod_level else f"{sp}.containers[*].resources.requests",
+    )
     labels = str_map(meta.get("labels"), f"{path}metadata.labels")
     node_selector = str_map(spec.get("nodeSelector"), f"{sp}.nodeSelector")
     aff = as_object(spec.get("affinity"), f"{sp}.affinity")

@@ -5,9 +5,21 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-__all__ = ["EFFECTS", "EPHEMERAL_TAINT_KEYS", "Taint", "Toleration", "first_untolerated"]
+__all__ = [
+    "EFFECTS",
+    "EPHEMERAL_TAINT_KEYS",
+    "TOLERATION_OPERATORS",
+    "Taint",
+    "Toleration",
+    "first_untolerated",
+    "taint_number",
+]
 
 EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
+# Gt and Lt compare the taint's value with the toleration's as integers (Kubernetes 1.35, alpha feature
+# TaintTolerationComparisonOperators)
+TOLERATION_OPERATORS = ("Equal", "Exists", "Gt", "Lt")
+_INT64_MAX = 2**63 - 1
 # Taints a node carries only while it boots; Karpenter ignores them when simulating an uninitialized node.
 EPHEMERAL_TAINT_KEYS = frozenset(
     {
@@ -46,7 +58,23 @@ class Toleration:
             return False
         if self.operator == "Exists":
             return not self.key or self.key == taint.key
+        if self.operator in ("Gt", "Lt"):
+            if self.key != taint.key:
+                return False
+            have, bound = taint_number(taint.value), taint_number(self.value)
+            if have is None or bound is None:
+                return False  # a taint whose value is not an integer is tolerated by no Gt/Lt toleration
+            return have > bound if self.operator == "Gt" else have < bound
         return self.key == taint.key and self.value == taint.value
+
+
+def taint_number(value: str) -> int | None:
+    """A taint or toleration value as the integer Gt/Lt compare, or None when it is not one: Kubernetes takes a
+    positive 64-bit decimal without a sign or leading zeros ("100"; not "0100", "0", "-3" or "+3")."""
+    if not value or len(value) > 19 or not value.isascii() or not value.isdigit() or value[0] == "0":
+        return None
+    n = int(value)
+    return n if n <= _INT64_MAX else None
 
 
 def first_untolerated(

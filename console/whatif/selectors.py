@@ -378,7 +378,7 @@ def replay_files(files: Sequence[tuple[str, str]], *, at: datetime, region: str 
     # containers over the same parsed objects, as two CLI runs would have.
     inp, inp2 = api.fresh_inputs(base), api.fresh_inputs(base)
     types = api.resolve_catalog(inp, api.Inputs(), region)
-    plan = api.plan_json(api.plan(inp, types))
+    plan = api.plan_json(api.plan(inp, types), inp.ignored)
     report = api.consolidate(api.build_cluster(inp2, ex, types), at, repack=settings.LOADMASTER_CONSOLIDATION_REPACK)
     return {"plan": plan, "consolidate": api.report_json(report), "seconds": round(time.perf_counter() - started, 3)}
 

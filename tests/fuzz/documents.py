@@ -99,9 +99,18 @@ def pod_spec(draw: st.DrawFn, app: str) -> dict[str, Any]:
     if draw(st.booleans()):
         container["ports"] = [{"containerPort": 80, "hostPort": draw(st.sampled_from([8080, 9090]))}]
     spec: dict[str, Any] = {"containers": [container]}
-    extras = draw(st.sets(st.sampled_from(["tolerate", "selector", "affinity", "spread", "anti", "init"]), max_size=3))
+    extras = draw(st.sets(st.sampled_from(["tolerate", "selector", "affinity", "spread", "anti", "init", "numeric",
+                                           "gated", "podres"]), max_size=3))
     if "tolerate" in extras:
         spec["tolerations"] = [{"key": "dedicated", "operator": "Exists"}]
+    if "numeric" in extras:  # issue 16 item 8: Gt/Lt tolerations
+        spec.setdefault("tolerations", []).append(
+            {"key": "example.com/tier", "operator": draw(st.sampled_from(["Gt", "Lt"])), "value": "5"})
+    if "gated" in extras:  # issue 16 item 5
+        spec["schedulingGates"] = [{"name": "example.com/quota"}]
+    if "podres" in extras:  # issue 16 item 4: pod-level resources
+        spec["resources"] = draw(st.sampled_from([{"requests": {"cpu": "1", "memory": "1Gi"}},
+                                                  {"limits": {"cpu": "2", "memory": "2Gi"}}]))
     if "selector" in extras:
         spec["nodeSelector"] = {ARCH: "amd64"}
     if "affinity" in extras:
@@ -152,14 +161,20 @@ def cluster(draw: st.DrawFn) -> list[dict[str, Any]]:
         if nodes and draw(st.booleans()):
             pod["spec"]["nodeName"] = draw(st.sampled_from(nodes))
             pod["metadata"]["creationTimestamp"] = "2026-11-20T00:00:00Z"
+        elif draw(st.booleans()):  # issue 16 item 5: the scheduler's verdict decides whether it is provisioned for
+            pod["status"] = {"phase": "Pending", "conditions": [
+                {"type": "PodScheduled", "status": "False",
+                 "reason": draw(st.sampled_from(["Unschedulable", "SchedulerError"]))}]}
         docs.append(pod)
     for i in range(draw(st.integers(0, 2))):
         app = f"wl{i}"
         kind, api = draw(st.sampled_from([("Deployment", "apps/v1"), ("StatefulSet", "apps/v1"),
-                                          ("ReplicaSet", "apps/v1"), ("Job", "batch/v1")]))
+                                          ("ReplicaSet", "apps/v1"), ("Job", "batch/v1"),
+                                          ("ReplicationController", "v1")]))
         count_key = "parallelism" if kind == "Job" else "replicas"
+        selector = {"app": app} if kind == "ReplicationController" else {"matchLabels": {"app": app}}
         docs.append({"apiVersion": api, "kind": kind, "metadata": {"name": app, "namespace": "default"},
-                     "spec": {count_key: draw(st.integers(0, 4)), "selector": {"matchLabels": {"app": app}},
+                     "spec": {count_key: draw(st.integers(0, 4)), "selector": selector,
                               "template": {"metadata": {"labels": {"app": app}}, "spec": draw(pod_spec(app))}}})
     if draw(st.booleans()):
         docs.append({"apiVersion": "apps/v1", "kind": "DaemonSet", "metadata": {"name": "agent", "namespace": "kube-system"},

@@ -277,3 +277,67 @@ def test_daemonset_host_ports_respected_on_existing_nodes(
         spec = next(n for n in nodes if n.name == e.name)
         if any(ds.runs_on(spec.taints if spec.initialized else (), spec.labels) for ds in holders):
             assert not any(p.host_ports for p in e.pods)
+
+
+# ---------------------------------------------------------------- Gt/Lt tolerations and pod-level resources
+@given(st.integers(1, 2**63 - 1), st.integers(1, 2**63 - 1))
+def test_gt_lt_tolerations_compare_as_integers(taint_value: int, tol_value: int) -> None:
+    taint = Taint("tier", str(taint_value), "NoSchedule")
+    gt = Toleration("tier", "Gt", str(tol_value)).tolerates(taint)
+    lt = Toleration("tier", "Lt", str(tol_value)).tolerates(taint)
+    assert gt == (taint_value > tol_value) and lt == (taint_value < tol_value)
+    assert not (gt and lt) and (gt or lt or taint_value == tol_value)
+
+
+@given(
+    st.integers(1, 9),
+    st.lists(st.tuples(st.sampled_from(["Gt", "Lt", "Equal"]), st.integers(1, 9)), min_size=1, max_size=12),
+)
+def test_plans_honour_gt_lt_tolerations(tier: int, tols: list[tuple[str, int]]) -> None:
+    cat = [instance_type("c-2x", 2, 4, 0.085), instance_type("m-8x", 8, 32, 0.384)]
+    pool = NodePool("tiered", taints=(Taint("tier", str(tier), "NoSchedule"),))
+    pods = [
+        Pod(f"p{i}", requests=Resources.parse({"cpu": "500m", "pods": "1"}),
+            tolerations=(Toleration("tier", op, str(v), "NoSchedule"),))
+        for i, (op, v) in enumerate(tols)
+    ]  # fmt: skip
+    s = Scheduler([pool], cat)
+    r = s.solve(pods)
+    assert check_plan(s, pods, r) == []
+    tolerated = {
+        f"p{i}" for i, (op, v) in enumerate(tols)
+        if (op == "Gt" and tier > v) or (op == "Lt" and tier < v) or (op == "Equal" and tier == v)
+    }  # fmt: skip
+    assert {p.name for c in r.nodeclaims for p in c.pods} == tolerated
+    assert {k.split("/", 1)[1] for k in r.unschedulable} == {p.name for p in pods} - tolerated
+
+
+@given(
+    st.integers(0, 64_000),
+    st.integers(0, 64_000),
+    st.one_of(st.none(), st.integers(1, 64_000)),
+    st.one_of(st.none(), st.integers(1, 64_000)),
+)
+def test_pod_level_requests_replace_the_containers(
+    container_cpu: int, overhead_cpu: int, pod_request: int | None, pod_limit: int | None
+) -> None:
+    from packing.podspec import parse_pod_spec
+
+    level: dict[str, dict[str, str]] = {}
+    if pod_request is not None:
+        level["requests"] = {"cpu": f"{pod_request}m"}
+    if pod_limit is not None:
+        level["limits"] = {"cpu": f"{max(pod_limit, pod_request or 0)}m"}
+    spec = {
+        "containers": [{"name": "c", "resources": {"requests": {"cpu": f"{container_cpu}m"}}}],
+        "overhead": {"cpu": f"{overhead_cpu}m"},
+        "resources": level,
+    }
+    pod = parse_pod_spec({}, spec, "", name="p", namespace="default")
+    if pod_request is not None:
+        want = pod_request
+    elif pod_limit is not None:
+        want = container_cpu if container_cpu else pod_limit  # the API server's defaulting
+    else:
+        want = container_cpu
+    assert pod.requests.get("cpu", 0) == want + overhead_cpu and pod.requests["pods"] == 1000
