@@ -132,16 +132,23 @@ def solve_integer(
     value: npt.NDArray[np.float64],
     *,
     time_limit: float,
+    cutoff: float = INF,
+    max_nodes: int = 5000,
 ) -> MipSolution | None:
     """Minimise col_cost · x subject to row_lower <= A x <= row_upper, 0 <= x <= col_upper, every x integer (A
-    column-wise as in solve_columns), in at most `time_limit` seconds. None when HiGHS found no integer solution
-    in that time (or proved there is none)."""
+    column-wise as in solve_columns), in at most `time_limit` seconds and `max_nodes` branch-and-bound nodes.
+    cutoff: only solutions of objective at most this are wanted (HiGHS prunes the rest). None when HiGHS found
+    no such integer solution, proved there is none, or stopped on the time limit (a solution found by then
+    would depend on the machine's speed; the node limit does not)."""
     import highspy
 
     h = new_solver()
     n_rows = int(row_lower.size)
     n_cols = int(col_cost.size)
     h.setOptionValue("time_limit", float(time_limit))
+    h.setOptionValue("mip_max_nodes", int(max_nodes))
+    if cutoff < INF:
+        h.setOptionValue("objective_bound", float(cutoff))
     h.addRows(
         n_rows, row_lower, row_upper, 0, np.zeros(0, dtype=np.int32), np.zeros(0, dtype=np.int32), np.zeros(0)
     )
@@ -151,6 +158,8 @@ def solve_integer(
     h.run()
     status = h.getModelStatus()
     optimal = status == highspy.HighsModelStatus.kOptimal
+    if status == highspy.HighsModelStatus.kTimeLimit:
+        return None
     if not optimal and h.getInfo().primal_solution_status != 2:  # 2: a feasible solution is known
         return None
     col_value = np.asarray(h.getSolution().col_value, dtype=np.float64)

@@ -27,16 +27,17 @@ from packing.pods import Pod
 from packing.requirements import Requirements
 from packing.scheduling.nodeclaim import NodeClaim
 from packing.scheduling.templates import PoolTemplate, TypeOption
-from packing.scheduling.vectors import Vec
+from packing.scheduling.vectors import Vec, undominated
 
 if TYPE_CHECKING:
     from packing.scheduling.solve import Solve
 
-__all__ = ["BUDGET_SECONDS", "GROUP_SECONDS", "MAX_PODS", "repack_small_groups"]
+__all__ = ["BUDGET_SECONDS", "GROUP_SECONDS", "MAX_ENUMERATED", "MAX_PODS", "repack_small_groups"]
 
 MAX_PODS = 30  # pods of one group solved exactly (each may need its own node: as many bins)
-GROUP_SECONDS = 0.5  # HiGHS time limit per group
-BUDGET_SECONDS = 1.0  # all groups of one solve together
+MAX_ENUMERATED = 10  # up to this many pods, every split into nodes is tried (3^n steps) instead of HiGHS
+GROUP_SECONDS = 0.25  # HiGHS time limit per group
+BUDGET_SECONDS = 0.5  # all groups of one solve together
 _EPS = 1e-9
 
 
@@ -105,20 +106,34 @@ def _solve_group(
 ) -> list[NodeClaim] | None:
     """NodeClaims for `pods` costing less than `heuristic`, or None if the integer program finds none."""
     opts, allocs_all = launch
-    prices_all = np.array([float(off.price or 0.0) for _, off in opts], dtype=np.float64)
-    keep = np.flatnonzero(prices_all < heuristic - _EPS)
+    podm = np.asarray(vecs, dtype=np.int64).reshape(len(pods), allocs_all.shape[1])
+    keep = _useful_types(allocs_all, [float(off.price or 0.0) for _, off in opts], podm, heuristic)
     if not keep.size:
         return None
     allocs = allocs_all[keep].astype(np.int64)
-    prices = prices_all[keep]
-    podm = np.asarray(vecs, dtype=np.int64).reshape(len(pods), allocs.shape[1])
+    prices = np.array([float(opts[int(j)][1].price or 0.0) for j in keep], dtype=np.float64)
+    # no plan cheaper than the heuristic's has more nodes than that many of the cheapest
+    n_bins = len(pods)
+    if prices.min() > 0:
+        n_bins = min(n_bins, int((heuristic - _EPS) / prices.min()))
+    if n_bins < 1:
+        return None
+    if heuristic <= _fractional_bound(allocs, prices, podm) + _EPS:
+        return None  # the heuristic's plan is optimal: it meets a lower bound
+    if len(pods) <= MAX_ENUMERATED:
+        best = _best_partition(podm, allocs, prices)
+        if best is None:
+            return None
+        return _claims(tpl, reqs, pods, podm, opts, keep, allocs, prices, best, heuristic)
     classes, members = _classes(podm)
-    x = _build_and_solve(classes, np.array([len(m) for m in members]), allocs, prices, len(pods), time_limit)
+    x = _build_and_solve(
+        classes, np.array([len(m) for m in members]), allocs, prices, n_bins, heuristic - _EPS, time_limit
+    )
     if x is None:
         return None
     bins_type, counts = x
-    # checked again in integers: the program's tolerances must not overfill a node
-    plan: list[tuple[int, list[int]]] = []
+    # checked again in integers (_claims): the program's tolerances must not overfill a node
+    parts: list[list[int]] = []
     taken = [0] * len(members)
     for b, t in enumerate(bins_type):
         if t < 0:
@@ -128,15 +143,36 @@ def _solve_group(
             k = int(counts[c, b])
             chosen.extend(members[c][taken[c] : taken[c] + k])
             taken[c] += k
-        if not chosen:
-            continue
+        if chosen:
+            parts.append(chosen)
+    if taken != [len(m) for m in members]:
+        return None
+    return _claims(tpl, reqs, pods, podm, opts, keep, allocs, prices, parts, heuristic)
+
+
+def _claims(
+    tpl: PoolTemplate,
+    reqs: Requirements,
+    pods: Sequence[Pod],
+    podm: npt.NDArray[np.int64],
+    opts: list[tuple[TypeOption, Offering]],
+    keep: npt.NDArray[np.int64],
+    allocs: npt.NDArray[np.int64],
+    prices: npt.NDArray[np.float64],
+    parts: list[list[int]],
+    heuristic: float,
+) -> list[NodeClaim] | None:
+    """One NodeClaim per part (pod indices), each of the cheapest type that holds it, checked in integers;
+    None unless every pod is in one part and the whole costs less than `heuristic`."""
+    if sorted(i for part in parts for i in part) != list(range(len(pods))):
+        return None
+    plan: list[tuple[int, list[int]]] = []
+    for chosen in parts:
         total = podm[chosen].sum(axis=0)
         fitting = np.flatnonzero((allocs >= total).all(axis=1))
         if not fitting.size:
             return None
         plan.append((int(fitting[np.argmin(prices[fitting])]), chosen))
-    if taken != [len(m) for m in members]:
-        return None
     cost = float(sum(prices[t] for t, _ in plan))
     if cost >= heuristic - _EPS:
         return None
@@ -150,6 +186,84 @@ def _solve_group(
         claim.fix(o, off)
         out.append(claim)
     return out
+
+
+def _fractional_bound(
+    allocs: npt.NDArray[np.int64], prices: npt.NDArray[np.float64], podm: npt.NDArray[np.int64]
+) -> float:
+    """A lower bound on any packing's cost: per resource, the total demand at the lowest price per unit of it
+    (the largest of these), and the cheapest type that holds the largest pod."""
+    total = podm.sum(axis=0).astype(np.float64)
+    best = 0.0
+    for k in np.flatnonzero(total > 0).tolist():
+        has = allocs[:, k] > 0
+        if has.any():
+            best = max(best, float(total[k] * np.min(prices[has] / allocs[has, k])))
+    each: npt.NDArray[np.bool_] = np.asarray((allocs[:, None, :] >= podm[None, :, :]).all(axis=2))
+    for i in range(podm.shape[0]):
+        fit = each[:, i]
+        if fit.any():
+            best = max(best, float(prices[fit].min()))
+    return best
+
+
+def _best_partition(
+    podm: npt.NDArray[np.int64], allocs: npt.NDArray[np.int64], prices: npt.NDArray[np.float64]
+) -> list[list[int]] | None:
+    """The cheapest split of a few pods into nodes, by dynamic programming over all subsets (3^n steps): each
+    subset costs the cheapest type that holds it, and the best packing of a set is the best first node (a
+    subset holding its lowest pod) plus the best packing of the rest."""
+    n = podm.shape[0]
+    full = (1 << n) - 1
+    totals = np.zeros((1 << n, podm.shape[1]), dtype=np.int64)
+    for i in range(n):
+        totals[1 << i : 1 << (i + 1)] = totals[: 1 << i] + podm[i]
+    inf = float("inf")
+    fit = (allocs[None, :, :] >= totals[:, None, :]).all(axis=2)
+    node_cost = np.where(fit, prices[None, :], inf).min(axis=1).tolist()
+    best = [0.0] + [inf] * full
+    pick = [0] * (full + 1)
+    for mask in range(1, full + 1):
+        low = mask & -mask
+        rest = mask ^ low
+        sub = rest
+        b, p = inf, 0
+        while True:
+            s = sub | low
+            c = node_cost[s] + best[mask ^ s]
+            if c < b - _EPS:
+                b, p = c, s
+            if not sub:
+                break
+            sub = (sub - 1) & rest
+        best[mask], pick[mask] = b, p
+    if best[full] == inf:
+        return None
+    parts: list[list[int]] = []
+    mask = full
+    while mask:
+        s = pick[mask]
+        parts.append([i for i in range(n) if s >> i & 1])
+        mask ^= s
+    return parts
+
+
+def _useful_types(
+    allocs: npt.NDArray[np.int64], prices: Sequence[float], podm: npt.NDArray[np.int64], heuristic: float
+) -> npt.NDArray[np.int64]:
+    """The types an optimal packing may need: cheaper than the heuristic's whole plan, holding at least one
+    pod, and not dominated once their allocatable is capped at the pods' total demand (no node holds more
+    than all pods, so two types that both hold everything differ only in price)."""
+    price = np.asarray(prices, dtype=np.float64)
+    total = podm.sum(axis=0)
+    holds: npt.NDArray[np.bool_] = np.asarray((allocs[:, None, :] >= podm[None, :, :]).all(axis=2))
+    ok = (price < heuristic - _EPS) & holds.any(axis=1)
+    idx = np.flatnonzero(ok)
+    if not idx.size:
+        return idx.astype(np.int64)
+    capped = np.minimum(allocs[idx], total[None, :])
+    keep = undominated(capped, price[idx].tolist())
+    return idx[np.asarray(sorted(keep), dtype=np.int64)].astype(np.int64)
 
 
 def _classes(podm: npt.NDArray[np.int64]) -> tuple[npt.NDArray[np.int64], list[list[int]]]:
@@ -167,6 +281,7 @@ def _build_and_solve(
     allocs: npt.NDArray[np.int64],
     prices: npt.NDArray[np.float64],
     n_bins: int,
+    cutoff: float,
     time_limit: float,
 ) -> tuple[list[int], npt.NDArray[np.int64]] | None:
     """The bin-packing program: z[b, t] (bin b is of type t), x[c, b] (pods of class c in bin b).
@@ -232,6 +347,7 @@ def _build_and_solve(
         np.asarray(rows_i, dtype=np.int32)[order],
         np.asarray(vals, dtype=np.float64)[order],
         time_limit=time_limit,
+        cutoff=cutoff,
     )
     if sol is None:
         return None
