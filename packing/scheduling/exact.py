@@ -4,11 +4,15 @@ program (HiGHS, bounded in time) and replaced when a cheaper packing exists.
 The bulk packer (packing.scheduling.bulk) is a heuristic: on a few pods it may launch one large node where
 three small ones cost less. After it ran, each group of its claims that share a NodePool and requirements
 (the pods of such a group are interchangeable there: same pool, taints tolerated, requirements met) is solved
-exactly when it holds at most MAX_PODS pods, if its pool has no limits: bins b, each of at most one launchable
-type t (allocatable net of the pool's DaemonSet overhead, its cheapest offering for the requirements), pods
-of identical requests counted together per bin, every resource within the bin's type, total price minimised.
-The integer solution is checked again in integers and only a strictly cheaper one replaces the heuristic's
-claims, so the plan never costs more. Pods with topology involvement (spread, pod (anti-)affinity, host
+exactly when it holds at most MAX_PODS pods, if its pool has no limits. The launchable types are those bulk
+packing had (allocatable net of the pool's DaemonSet overhead, the cheapest offering for the requirements),
+cut to those an optimum may need. First a cheap lower bound may prove the heuristic's plan optimal; else up to
+MAX_ENUMERATED pods every split into nodes is tried (a dynamic programme over subsets), and beyond that an
+integer program is solved with HiGHS (bins of at most one type each, pods of identical requests counted
+together, every resource within the bin's type, price minimised below the heuristic's), within a node limit
+and GROUP_SECONDS; a solve stopped by the clock is discarded so that the plan does not depend on the
+machine's speed. The packing found is checked again in integers and only a strictly cheaper one replaces
+the heuristic's claims, so the plan never costs more. Pods with topology involvement (spread, pod (anti-)affinity, host
 ports) and pools with limits keep the heuristic plan.
 """
 
@@ -66,7 +70,9 @@ def repack_small_groups(sv: Solve, first: int, seq_before: Mapping[str, int]) ->
         if left <= 0.01:
             break
         heuristic = sum(float(c.offering.price or 0.0) for c in claims if c.offering is not None)
-        better = _solve_group(tpl, key[1], pods, [vec_of[id(p)] for p in pods], launch, heuristic, left)
+        better = _solve_group(
+            tpl, key[1], pods, [vec_of[id(p)] for p in pods], launch, heuristic, min(GROUP_SECONDS, left)
+        )
         if better is not None:
             replaced[key] = better
     if not replaced:
@@ -104,7 +110,8 @@ def _solve_group(
     heuristic: float,
     time_limit: float,
 ) -> list[NodeClaim] | None:
-    """NodeClaims for `pods` costing less than `heuristic`, or None if the integer program finds none."""
+    """NodeClaims for `pods` costing less than `heuristic`, or None if there is no such packing (or none was
+    found within the limits)."""
     opts, allocs_all = launch
     podm = np.asarray(vecs, dtype=np.int64).reshape(len(pods), allocs_all.shape[1])
     keep = _useful_types(allocs_all, [float(off.price or 0.0) for _, off in opts], podm, heuristic)
