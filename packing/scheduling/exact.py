@@ -29,6 +29,7 @@ from packing.instancetype import Offering
 from packing.lp import solve_integer
 from packing.pods import Pod
 from packing.requirements import Requirements
+from packing.resources import CPU, MEMORY, PODS
 from packing.scheduling.nodeclaim import NodeClaim
 from packing.scheduling.templates import PoolTemplate, TypeOption
 from packing.scheduling.vectors import Vec, undominated
@@ -43,6 +44,7 @@ MAX_ENUMERATED = 10  # up to this many pods, every split into nodes is tried (3^
 GROUP_SECONDS = 0.25  # HiGHS time limit per group
 BUDGET_SECONDS = 0.5  # all groups of one solve together
 _EPS = 1e-9
+_BASIC = frozenset({CPU, MEMORY, PODS})
 
 
 def repack_small_groups(sv: Solve, first: int, seq_before: Mapping[str, int]) -> int:
@@ -52,12 +54,12 @@ def repack_small_groups(sv: Solve, first: int, seq_before: Mapping[str, int]) ->
     bulk = sv.claims.items[first:]
     if not bulk:
         return 0
-    groups: dict[tuple[str, Requirements], list[NodeClaim]] = {}
+    groups: dict[tuple[str, Requirements, tuple[str, ...]], list[NodeClaim]] = {}
     for c in bulk:
-        groups.setdefault((c.tpl.name, c.base_reqs), []).append(c)
+        groups.setdefault(_group_key(c), []).append(c)
     vec_of = {id(ctx.pod): ctx.vec for ctx in sv.ctxs}
     deadline = time.perf_counter() + BUDGET_SECONDS
-    replaced: dict[tuple[str, Requirements], list[NodeClaim]] = {}
+    replaced: dict[tuple[str, Requirements, tuple[str, ...]], list[NodeClaim]] = {}
     for key, claims in groups.items():
         tpl = claims[0].tpl
         pods = [p for c in claims for p in c.pods]
@@ -78,9 +80,10 @@ def repack_small_groups(sv: Solve, first: int, seq_before: Mapping[str, int]) ->
     if not replaced:
         return 0
     items: list[NodeClaim] = list(sv.claims.items[:first])
-    done: set[tuple[str, Requirements]] = set()
+    done: set[tuple[str, Requirements, tuple[str, ...]]] = set()
+    new_claims: set[int] = set()
     for c in bulk:
-        key = (c.tpl.name, c.base_reqs)
+        key = _group_key(c)
         if key not in replaced:
             items.append(c)
         elif key not in done:
@@ -89,16 +92,24 @@ def repack_small_groups(sv: Solve, first: int, seq_before: Mapping[str, int]) ->
                 assert old.chosen is not None
                 sv.limits.reserve(old.tpl, old.chosen.it.capacity, -1)
             items.extend(replaced[key])
+            new_claims.update(id(n) for n in replaced[key])
     for pool in {c.tpl.name for c in bulk}:
         sv.claim_seq[pool] = seq_before.get(pool, 0)
     for c in items[first:]:
         c.name = sv.new_claim_name(c.tpl.name)
         assert c.chosen is not None
-        if (c.tpl.name, c.base_reqs) in replaced:
+        if id(c) in new_claims:
             sv.limits.reserve(c.tpl, c.chosen.it.capacity)
     sv.claims.items = items
     sv.claims.rebuild()
     return len(replaced)
+
+
+def _group_key(c: NodeClaim) -> tuple[str, Requirements, tuple[str, ...]]:
+    """The bulk packer's group of a claim: pool, requirements and the extended resources its pods ask for
+    (bulk packing keeps pods of different extended resources apart, e.g. CPU pods off GPU nodes)."""
+    ext = sorted({k for p in c.pods for k in p.requests if k not in _BASIC})
+    return (c.tpl.name, c.base_reqs, tuple(ext))
 
 
 def _solve_group(
