@@ -230,3 +230,28 @@ def test_equal_weights_never_cost_more_than_name_order(
     assert len(r.unschedulable) <= len(by_name.unschedulable)
     if len(r.unschedulable) == len(by_name.unschedulable):
         assert r.cost_per_hour <= by_name.cost_per_hour + 1e-9
+
+
+@given(catalogs(), st.lists(st.tuples(st.integers(1, 40), st.integers(1, 64)), min_size=2, max_size=8))
+def test_exact_enumeration_and_integer_program_agree(cat: list[InstanceType], shapes: list[tuple[int, int]]) -> None:
+    """Issue 16 item 10: on a few pods the subset enumeration is optimal, so the HiGHS program (forced with
+    MAX_ENUMERATED = 0) never finds a cheaper plan; both are feasible and never dearer than the heuristic."""
+    from unittest import mock
+
+    from packing.scheduling import exact
+
+    pods = [
+        Pod(f"p{i}", requests=Resources({"cpu": c * 100, "memory": m * 128 * 2**20 * 1000, "pods": 1000}))
+        for i, (c, m) in enumerate(shapes)
+    ]
+    s = Scheduler([NodePool("default")], cat)
+    with mock.patch.object(exact, "MAX_PODS", 0):
+        heuristic = s.solve(pods)
+    enumerated = s.solve(pods)
+    with mock.patch.object(exact, "MAX_ENUMERATED", 0):
+        program = s.solve(pods)
+    for r in (enumerated, program):
+        assert check_plan(s, pods, r) == []
+        assert r.unschedulable.keys() == heuristic.unschedulable.keys()
+        assert r.cost_per_hour <= heuristic.cost_per_hour + 1e-9
+    assert enumerated.cost_per_hour <= program.cost_per_hour + 1e-9
