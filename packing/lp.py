@@ -1,5 +1,6 @@
 """Linear programs solved with HiGHS, for the lower bound (packing.bound) and the packer's type mix
-(packing.scheduling.typemix).
+(packing.scheduling.typemix), and small integer programs for the exact packing of small pod sets
+(packing.scheduling.exact).
 
 Every call builds its own HiGHS instance and nothing else is kept between calls, so solves on several threads
 at once never touch the same solver (one module-global instance shared by the bound and the packer crashed
@@ -28,7 +29,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-__all__ = ["INF", "LpSolution", "new_solver", "solve_columns"]
+__all__ = ["INF", "LpSolution", "MipSolution", "new_solver", "solve_columns", "solve_integer"]
 
 INF = float("inf")  # highspy.kHighsInf: a row or column bound that is no bound
 
@@ -109,3 +110,59 @@ def solve_columns(
         return None
     col_value = np.asarray(h.getSolution().col_value, dtype=np.float64) if values else np.zeros(0)
     return LpSolution(col_value, float(h.getInfo().objective_function_value))
+
+
+@dataclass(frozen=True)
+class MipSolution:
+    """An integer solution HiGHS found: `optimal` when it is proven optimal (within HiGHS' default gap), else the
+    best one found before the time limit."""
+
+    col_value: npt.NDArray[np.float64]
+    objective: float
+    optimal: bool
+
+
+def solve_integer(
+    row_lower: npt.NDArray[np.float64],
+    row_upper: npt.NDArray[np.float64],
+    col_cost: npt.NDArray[np.float64],
+    col_upper: npt.NDArray[np.float64],
+    starts: npt.NDArray[np.int32],
+    index: npt.NDArray[np.int32],
+    value: npt.NDArray[np.float64],
+    *,
+    time_limit: float,
+    cutoff: float = INF,
+    max_nodes: int = 5000,
+) -> MipSolution | None:
+    """Minimise col_cost · x subject to row_lower <= A x <= row_upper, 0 <= x <= col_upper, every x integer (A
+    column-wise as in solve_columns), in at most `time_limit` seconds and `max_nodes` branch-and-bound nodes.
+    cutoff: only solutions of objective at most this are wanted (HiGHS prunes the rest). None when HiGHS found
+    no such integer solution, proved there is none, or stopped on the time limit (a solution found by then
+    would depend on the machine's speed; the node limit does not)."""
+    import highspy
+
+    h = new_solver()
+    n_rows = int(row_lower.size)
+    n_cols = int(col_cost.size)
+    h.setOptionValue("time_limit", float(time_limit))
+    h.setOptionValue("mip_max_nodes", int(max_nodes))
+    if cutoff < INF:
+        h.setOptionValue("objective_bound", float(cutoff))
+    h.addRows(
+        n_rows, row_lower, row_upper, 0, np.zeros(0, dtype=np.int32), np.zeros(0, dtype=np.int32), np.zeros(0)
+    )
+    h.addCols(n_cols, col_cost, np.zeros(n_cols), col_upper, int(index.size), starts, index, value)
+    kinds = np.full(n_cols, highspy.HighsVarType.kInteger)
+    h.changeColsIntegrality(n_cols, np.arange(n_cols, dtype=np.int32), kinds)
+    h.run()
+    status = h.getModelStatus()
+    optimal = status == highspy.HighsModelStatus.kOptimal
+    if status == highspy.HighsModelStatus.kTimeLimit:
+        return None
+    if not optimal and h.getInfo().primal_solution_status != 2:  # 2: a feasible solution is known
+        return None
+    col_value = np.asarray(h.getSolution().col_value, dtype=np.float64)
+    if col_value.size != n_cols:
+        return None
+    return MipSolution(col_value, float(h.getInfo().objective_function_value), optimal)

@@ -9,9 +9,11 @@ it repeatedly with nodes removed (exclude_nodes).
 from __future__ import annotations
 
 import dataclasses
+import time
 from collections.abc import Collection, Mapping, Sequence
 from enum import StrEnum
 
+from packing import bound
 from packing.instancetype import InstanceType
 from packing.nodepool import (
     CAPACITY_TYPE_LABEL,
@@ -135,5 +137,57 @@ class Scheduler:
         """
         if strategy not in tuple(Strategy):
             raise ValueError(f"unknown strategy {strategy!r}")
+        exclude = frozenset(exclude_nodes)
         with gc_paused():
-            return Solve(self, pods, frozenset(exclude_nodes), greedy=strategy == Strategy.GREEDY).run(lower_bound)
+            if strategy == Strategy.GREEDY:
+                return Solve(self, pods, exclude, greedy=True).run(lower_bound)
+            return self._solve_cheapest_order(pods, exclude, lower_bound)
+
+    def _solve_cheapest_order(self, pods: Sequence[Pod], exclude: frozenset[str], lower_bound: bool) -> Results:
+        """Solve with the pools in weight order and, where pools of equal weight could launch nodes, with each
+        of them first in its tie as well; the plan that schedules the most pods, then costs least, wins (the
+        name order on a tie, as Karpenter). Weighted pools keep strict priority: only the order within a
+        weight changes. One tie at a time, heaviest first, keeping the best order found so far: 1 + sum(k - 1)
+        solves for ties of k pools, and one solve when no pools tie or no node is launched."""
+        started = time.perf_counter()
+        sv = Solve(self, pods, exclude)
+        base_tpls = list(sv.tpls)
+        best = sv.run(False)
+        ties = _weight_ties(base_tpls)
+        if ties and best.nodeclaims:
+            order = base_tpls
+            best_key = _plan_key(best)
+            for tie in ties:
+                front = order.index(tie[0])
+                for tpl in tie[1:]:
+                    if tpl is order[front]:
+                        continue
+                    block = [tpl] + [t for t in order[front : front + len(tie)] if t is not tpl]
+                    trial = order[:front] + block + order[front + len(tie) :]
+                    sv = Solve(self, pods, exclude)
+                    sv.tpls = trial
+                    res = sv.run(False)
+                    key = _plan_key(res)
+                    if key < best_key:
+                        best, best_key, order = res, key, trial
+        best.solve_seconds = time.perf_counter() - started
+        if lower_bound:
+            best.lower_bound = bound.lower_bound(self, best, list(pods))
+            best.solve_seconds = time.perf_counter() - started
+        return best
+
+
+def _weight_ties(tpls: Sequence[PoolTemplate]) -> list[list[PoolTemplate]]:
+    """Runs of pools of equal weight (in the solve's order) with at least two that have a launchable type."""
+    runs: list[list[PoolTemplate]] = []
+    for tpl in tpls:
+        if runs and runs[-1][0].pool.weight == tpl.pool.weight:
+            runs[-1].append(tpl)
+        else:
+            runs.append([tpl])
+    return [run for run in runs if sum(1 for t in run if t.options) >= 2]
+
+
+def _plan_key(res: Results) -> tuple[int, float]:
+    """Fewer unschedulable pods first, then the lower cost (rounded, so that float noise never decides)."""
+    return (len(res.unschedulable_reasons), round(res.cost_per_hour, 9))

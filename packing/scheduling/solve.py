@@ -33,6 +33,7 @@ from packing.requirements import Requirements
 from packing.resources import CPU, MEMORY, PODS, Resources
 from packing.scheduling import reasons
 from packing.scheduling.bulk import pack_in_bulk
+from packing.scheduling.exact import repack_small_groups
 from packing.scheduling.existingnode import ExistingNode
 from packing.scheduling.explain import explain
 from packing.scheduling.firstfit import FirstFitIndex
@@ -337,8 +338,11 @@ class Solve:
                     rest.append(ctx)
         else:
             rest = simple
+        first_bulk, seq_before = len(self.claims), dict(self.claim_seq)
         for ctx in pack_in_bulk(self, rest):
             self.errors[ctx.pod.key] = self.explain(ctx)
+        if not self.greedy:
+            repack_small_groups(self, first_bulk, seq_before)
         return self.results(lower_bound)
 
     def results(self, lower_bound: bool) -> Results:

@@ -341,3 +341,69 @@ def test_pod_level_requests_replace_the_containers(
     else:
         want = container_cpu
     assert pod.requests.get("cpu", 0) == want + overhead_cpu and pod.requests["pods"] == 1000
+
+
+@given(catalogs(), pools(), pod_lists())
+def test_exact_small_sets_never_cost_more_than_the_heuristic(
+    cat: list[InstanceType], nps: list[NodePool], pods: list[Pod]
+) -> None:
+    """Issue 16 item 10: the exact re-solve of small groups is feasible and never dearer than the bulk packer."""
+    from unittest import mock
+
+    from packing.scheduling import exact
+
+    s = Scheduler(nps, cat)
+    with mock.patch.object(exact, "MAX_PODS", 0):
+        heuristic = s.solve(pods)
+    r = s.solve(pods)
+    assert check_plan(s, pods, r) == []
+    assert r.unschedulable.keys() == heuristic.unschedulable.keys()
+    assert r.cost_per_hour <= heuristic.cost_per_hour + 1e-9
+    assert len({c.name for c in r.nodeclaims}) == len(r.nodeclaims)
+
+
+@given(catalogs(), pod_lists(), st.sampled_from([["on-demand"], ["spot"], ["spot", "on-demand"]]))
+def test_equal_weights_never_cost_more_than_name_order(
+    cat: list[InstanceType], pods: list[Pod], capacity: list[str]
+) -> None:
+    """Issue 16 item 7: of pools of equal weight the plan keeps the cheaper order; never more unschedulable
+    pods, never a dearer plan than Karpenter's name order, and feasible."""
+    from packing.scheduling.solve import Solve
+
+    nps = [
+        NodePool("a", Requirements([Requirement.new(CT, "In", ["on-demand"])])),
+        NodePool("b", Requirements([Requirement.new(CT, "In", capacity)])),
+        NodePool("c", Requirements([Requirement.new("kubernetes.io/arch", "In", ["arm64"])])),
+    ]
+    s = Scheduler(nps, cat)
+    r = s.solve(pods)
+    by_name = Solve(s, pods, frozenset()).run(False)
+    assert check_plan(s, pods, r) == []
+    assert len(r.unschedulable) <= len(by_name.unschedulable)
+    if len(r.unschedulable) == len(by_name.unschedulable):
+        assert r.cost_per_hour <= by_name.cost_per_hour + 1e-9
+
+
+@given(catalogs(), st.lists(st.tuples(st.integers(1, 40), st.integers(1, 64)), min_size=2, max_size=8))
+def test_exact_enumeration_and_integer_program_agree(cat: list[InstanceType], shapes: list[tuple[int, int]]) -> None:
+    """Issue 16 item 10: on a few pods the subset enumeration is optimal, so the HiGHS program (forced with
+    MAX_ENUMERATED = 0) never finds a cheaper plan; both are feasible and never dearer than the heuristic."""
+    from unittest import mock
+
+    from packing.scheduling import exact
+
+    pods = [
+        Pod(f"p{i}", requests=Resources({"cpu": c * 100, "memory": m * 128 * 2**20 * 1000, "pods": 1000}))
+        for i, (c, m) in enumerate(shapes)
+    ]
+    s = Scheduler([NodePool("default")], cat)
+    with mock.patch.object(exact, "MAX_PODS", 0):
+        heuristic = s.solve(pods)
+    enumerated = s.solve(pods)
+    with mock.patch.object(exact, "MAX_ENUMERATED", 0):
+        program = s.solve(pods)
+    for r in (enumerated, program):
+        assert check_plan(s, pods, r) == []
+        assert r.unschedulable.keys() == heuristic.unschedulable.keys()
+        assert r.cost_per_hour <= heuristic.cost_per_hour + 1e-9
+    assert enumerated.cost_per_hour <= program.cost_per_hour + 1e-9
