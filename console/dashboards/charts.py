@@ -10,7 +10,8 @@ from typing import Any
 import plotly.graph_objects as go
 import plotly.io as pio
 
-from console.dashboards.selectors import NodeRow, Point
+from console.control.live_cluster import NodeRow
+from console.dashboards.selectors import Point
 
 _LAYOUT = dict(template="plotly_white", height=340, autosize=True, margin=dict(l=60, r=20, t=50, b=90),
                hovermode="x unified", legend=dict(orientation="h", y=-0.35, x=0))

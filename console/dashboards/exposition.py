@@ -77,6 +77,10 @@ class Exposition:
             self._seen.add(key)
         self._lines.append(text)
 
+    def series_keys(self) -> list[str]:
+        """The series written so far (name and label set), for raw() to check a cached block with."""
+        return list(self._seen)
+
     def text(self) -> str:
         return "".join(self._lines)
 

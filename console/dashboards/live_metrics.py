@@ -10,16 +10,14 @@ from __future__ import annotations
 
 import functools
 import logging
-import time
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, cast
-
-from django.conf import settings
+from typing import Any
 
 from console.backends.base import ClusterBackend
+from console.control.live_cluster import LiveCluster, NodeRow
 from console.dashboards import selectors
 from console.dashboards.exposition import Exposition, escape, join, labels
 from console.fleet.models import NodePool
@@ -68,10 +66,12 @@ def resource_label(resource: str) -> str:
 
 @dataclass
 class LiveRead:
-    """One read of the cluster: the dashboards' node rows, and what the rows do not keep (labels,
-    capacity, phase, the pods themselves), with the per-node and per-pod exposition rendered once."""
+    """One read of the cluster (the dashboards' remembered read, selectors.live_read) with what the
+    rows do not keep (node labels, capacity, phase; the pods) and the per-node and per-pod exposition
+    rendered once per read."""
 
-    nodes: list[selectors.NodeRow]
+    live: LiveCluster
+    nodes: list[NodeRow]
     node_objects: dict[str, Mapping[str, Any]]
     pods: list[Mapping[str, Any]]
     node_labels: dict[str, str] = field(default_factory=dict)  # node name -> rendered label set
@@ -79,52 +79,32 @@ class LiveRead:
     keys: list[str] = field(default_factory=list)
 
 
-class _ReadOnce:
-    """The cluster backend with its pods and nodes already listed: selectors.live_cluster reads them
-    from here, so one scrape lists the cluster once."""
-
-    def __init__(self, cluster: ClusterBackend, pods: Any, nodes: Any) -> None:
-        self._cluster, self._pods, self._nodes = cluster, pods, nodes
-
-    def list_pods(self, *args: Any, **kwargs: Any) -> Any:
-        return self._pods
-
-    def list_nodes(self, *args: Any, **kwargs: Any) -> Any:
-        return self._nodes
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._cluster, name)
-
-
-_READ: tuple[float, LiveRead] | None = None
+_READ: LiveRead | None = None
 
 
 def live_read_clear() -> None:
+    """Forget the rendered read and the read itself: the next scrape lists the cluster."""
     global _READ
     _READ = None
+    selectors.live_nodes_clear()
 
 
 def live_read(*, cluster: ClusterBackend, now: datetime) -> LiveRead:
-    """The cluster as of at most LOADMASTER_DASHBOARD_LIVE_SECONDS ago (0: read every time)."""
+    """The cluster as of at most LOADMASTER_DASHBOARD_LIVE_SECONDS ago (0: read every time): the read
+    the pages of this process share, rendered once."""
     global _READ
-    max_age = settings.LOADMASTER_DASHBOARD_LIVE_SECONDS
+    live = selectors.live_read(cluster=cluster, now=now)
     hit = _READ
-    # Also dropped when the dashboards' own live read was cleared or replaced (selectors.live_nodes_clear).
-    shared = selectors._LIVE_READ
-    if (max_age > 0 and hit is not None and time.monotonic() - hit[0] < max_age and shared is not None
-            and shared[1] is hit[1].nodes):
-        return hit[1]
-    pods_listed, nodes_listed = cluster.list_pods(), cluster.list_nodes()
-    rows = selectors.live_cluster(cluster=cast(ClusterBackend, _ReadOnce(cluster, pods_listed, nodes_listed)),
-                                  now=now).nodes
-    objects: dict[str, Mapping[str, Any]] = {str((n.get("metadata") or {}).get("name")): n for n in nodes_listed[0]}
-    read = LiveRead(nodes=rows, node_objects=objects, pods=list(pods_listed[0]))
+    if hit is not None and hit.live is live:
+        return hit
+    objects: dict[str, Mapping[str, Any]] = {str((n.get("metadata") or {}).get("name")): n for n in live.node_objects}
+    read = LiveRead(live=live, nodes=live.nodes, node_objects=objects, pods=live.pods)
     _render(read)
-    _READ = (time.monotonic(), read)
+    _READ = read
     return read
 
 
-def _node_label_text(row: selectors.NodeRow, obj: Mapping[str, Any]) -> str:
+def _node_label_text(row: NodeRow, obj: Mapping[str, Any]) -> str:
     node_labels = (obj.get("metadata") or {}).get("labels") or {}
     pairs = sorted((METRIC_LABEL[k], str(node_labels.get(k, ""))) for k in WELL_KNOWN_LABELS)
     phase = str((obj.get("status") or {}).get("phase") or "")
@@ -203,7 +183,7 @@ def _render(read: LiveRead) -> None:
             ("phase", str(status.get("phase") or "")), ("ready", "true" if ready else "false"),
             ("managed", "true" if pool else "false"))), 1)
     read.block = out.text()
-    read.keys = list(out._seen)
+    read.keys = out.series_keys()
 
 
 def write_live(out: Exposition, read: LiveRead, *, now: datetime) -> None:

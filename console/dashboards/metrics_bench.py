@@ -23,8 +23,8 @@ def _extras(nodes: int) -> None:
 
     from django.utils import timezone
 
-    from console.dashboards import loop_stats
-    from console.dashboards.models import PodStartup
+    from console.telemetry import loop_stats
+    from console.telemetry.models import PodStartup
 
     for controller in loop_stats.CONTROLLERS:
         for i in range(20):
@@ -71,9 +71,9 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     tmp = tempfile.mkdtemp(prefix="lm-metrics-bench-")
     try:
-        bench._setup(tmp)
+        bench.setup_scratch_database(tmp)
         t = time.perf_counter()
-        bench._generate(1, args.nodes, args.pools, args.seed)
+        bench.generate(1, args.nodes, args.pools, args.seed)
         _extras(args.nodes)
         print(f"{args.nodes} nodes, {args.nodes * bench.PODS_PER_NODE:,} pods, {args.nodes * 5:,} NodeClaims, "
               f"{args.nodes * 20:,} decisions generated in {time.perf_counter() - t:.1f} s")
