@@ -3,19 +3,23 @@
 NodeClaim recorded, else by the catalog when instance type, zone and capacity type are known.
 
 A read needs, of each pod, only its node, its phase, its owner's kind and its requests. Those are
-read here from the pod objects (the requests with the engine's own rules, packing.pods.pod_requests)
-rather than by the engine's parser, which builds the pod's whole scheduling model (affinities,
-tolerations, spreads, ports) and is what made a read of 10,000 pods take seconds. The loops that
-plan with the pods parse them in full themselves (record_metrics does, for the lower bound)."""
+read here from the pod objects (the requests by the engine's rule, packing.pods.pod_requests, over
+plain dicts) rather than by the engine's parser, which builds the pod's whole scheduling model
+(affinities, tolerations, spreads, ports, Resources vectors) and is what made a read of 10,000 pods
+take seconds. The loops that plan with the pods parse them in full themselves (record_metrics does,
+for the lower bound)."""
 
 from __future__ import annotations
 
+import contextlib
 import functools
+import gc
+import threading
 from collections import defaultdict
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, TypeGuard
 
 from django.conf import settings
 from django.utils import timezone
@@ -25,9 +29,9 @@ from console import adapters
 from console.backends.base import ClusterBackend, KubeObject
 from console.fleet.models import NodeClaim
 from packing.instancetype import InstanceType
-from packing.pods import ContainerResources, pod_requests
 from packing.quantity import MAX_QUANTITY, QuantityError, parse_quantity
-from packing.resources import CPU, MEMORY, PODS, Resources
+from packing.resources import CPU, MEMORY, PODS
+from packing.taints import EFFECTS
 
 NODEPOOL_LABEL = "karpenter.sh/nodepool"
 CAPACITY_TYPE_LABEL = "karpenter.sh/capacity-type"
@@ -37,6 +41,11 @@ ZONE_LABEL = "topology.kubernetes.io/zone"
 EKS_CAPACITY = {"ON_DEMAND": "on-demand", "SPOT": "spot"}
 # A pod in one of these phases has finished: its requests no longer hold any node's capacity.
 FINISHED_PHASES = ("Succeeded", "Failed")
+# What a row keeps of its node's NodeClaim (NodeRow.claim has only these loaded).
+CLAIM_FIELDS = ("id", "name", "node_name", "price_per_hour", "price_source", "created_at", "initialized_at",
+                "disrupting_at", "drifted_at")
+# The kubelet's default maxPods, which the engine's parser gives a node that names no pod capacity.
+DEFAULT_MAX_PODS = 110
 
 
 def capacity_type_of(labels: Mapping[str, str]) -> str:
@@ -142,21 +151,30 @@ def _milli(quantity: str | int | float) -> int:
     return milli
 
 
-def _amounts(raw: Any) -> Resources:
-    # As the engine reads a map of quantities: an object of str/int/float values, each in [0, 1Pi].
+def _is_object(value: Any) -> TypeGuard[Mapping[str, Any]]:
+    return type(value) is dict or isinstance(value, Mapping)  # JSON gives dicts: skip the ABC check
+
+
+def _amounts(raw: Any) -> dict[str, int]:
+    """A map of quantities as the engine reads one: an object of str/int/float values, each in
+    [0, 1Pi], in milli-units; zeros left out (as Resources leaves them out)."""
     if raw is None:
-        return Resources()
-    if not isinstance(raw, Mapping):
+        return {}
+    if not _is_object(raw):
         raise _Refused
     out = {}
     for name, quantity in raw.items():
-        if isinstance(quantity, bool) or not isinstance(quantity, str | int | float):
+        if type(quantity) is bool or not isinstance(quantity, str | int | float):
             raise _Refused
-        out[str(name)] = _milli(quantity)
-    return Resources(out)
+        milli = _milli(quantity)
+        if milli:
+            out[str(name)] = milli
+    return out
 
 
-def _containers(raw: Any, *, init: bool) -> list[ContainerResources]:
+def _containers(raw: Any) -> list[tuple[dict[str, int], bool]]:
+    """Each container's requests (a missing request defaults to its limit, as the API server does)
+    and whether it restarts always (an init container that does is a sidecar)."""
     if raw is None:
         return []
     if not isinstance(raw, list):
@@ -165,45 +183,141 @@ def _containers(raw: Any, *, init: bool) -> list[ContainerResources]:
     for c in raw:
         if c is None:
             c = {}
-        elif not isinstance(c, Mapping):
+        elif not _is_object(c):
             raise _Refused
         res = c.get("resources")
         if res is None:
             res = {}
-        elif not isinstance(res, Mapping):
+        elif not _is_object(res):
             raise _Refused
-        out.append(ContainerResources(_amounts(res.get("requests")), _amounts(res.get("limits")),
-                                      restart_always=init and c.get("restartPolicy") == "Always"))
+        requests = _amounts(res.get("limits"))
+        requests.update(_amounts(res.get("requests")))
+        out.append((requests, c.get("restartPolicy") == "Always"))
     return out
 
 
-def pod_requests_of(spec: Mapping[str, Any]) -> Resources | None:
-    """A pod's requests (containers, sidecars and init containers, overhead, one pod) as the engine
-    computes them; None when the engine's parser would refuse them (a malformed quantity)."""
+def _plus(a: Mapping[str, int], b: Mapping[str, int]) -> dict[str, int]:
+    out = dict(a)
+    for k, v in b.items():
+        out[k] = out.get(k, 0) + v
+    return out
+
+
+def _at_least(into: dict[str, int], other: Mapping[str, int]) -> None:
+    for k, v in other.items():
+        if v > into.get(k, 0):
+            into[k] = v
+
+
+def pod_requests_of(spec: Mapping[str, Any]) -> dict[str, int] | None:
+    """A pod's requests in milli-units, by packing.pods.pod_requests' rule over plain dicts: max(the
+    containers + the sidecars, each init container + the sidecars started before it) + overhead +
+    one pod. None when the engine's parser would refuse them (a malformed quantity, a total above
+    1Pi). tests/dashboards/test_live_cluster.py checks it against the engine's parse for any pod."""
     try:
-        total = pod_requests(_containers(spec.get("containers"), init=False),
-                             _containers(spec.get("initContainers"), init=True), _amounts(spec.get("overhead")))
+        total: dict[str, int] = {}
+        for requests, _ in _containers(spec.get("containers")):
+            total = _plus(total, requests)
+        sidecars: dict[str, int] = {}
+        init_peak: dict[str, int] = {}
+        for requests, always in _containers(spec.get("initContainers")):
+            if always:
+                sidecars = _plus(sidecars, requests)
+                _at_least(init_peak, sidecars)
+            else:
+                _at_least(init_peak, _plus(sidecars, requests))
+        total = _plus(total, sidecars)
+        _at_least(total, init_peak)
+        total = _plus(total, _amounts(spec.get("overhead")))
     except _Refused:
         return None
+    total[PODS] = total.get(PODS, 0) + 1000
     if any(v > MAX_QUANTITY * 1000 for v in total.values()):
         return None
     return total
 
 
+def _is_text(value: Any) -> bool:
+    # What the engine's parser takes for a string field: a string, or a number it turns into one.
+    return type(value) is str or (type(value) is not bool and isinstance(value, str | int | float))
+
+
 def node_and_owner(pod: Mapping[str, Any]) -> tuple[str, str, Mapping[str, Any]] | None:
-    """(node name, first owner's kind, spec) of a pod still holding a node's capacity; None for a pod
-    not bound to a node, finished, or not an object."""
-    spec, status, meta = pod.get("spec"), pod.get("status"), pod.get("metadata")
-    if not isinstance(spec, Mapping) or not isinstance(meta, Mapping):
+    """(node name, first owner's kind, spec) of a pod that holds a node's capacity; None for a pod not
+    bound to a node, finished, or whose identity the engine's parser refuses (no name; metadata,
+    status or owner references of the wrong type). The parser also refuses pods for fields this read
+    does not take (affinities, tolerations …): none the API server admits, so a live pod is not one."""
+    spec, meta, status = pod.get("spec"), pod.get("metadata"), pod.get("status")
+    api = pod.get("apiVersion")
+    if pod.get("kind") != "Pod" or api is None or not _is_text(api) or "/" in str(api):
+        return None  # a core-group Pod, as the parser reads one
+    if not _is_object(spec) or not _is_object(meta) or (status is not None and not _is_object(status)):
         return None
     node = spec.get("nodeName")
-    if not node or isinstance(node, bool) or not isinstance(node, str | int | float):
+    if node is None or not _is_text(node) or not str(node) or (status and status.get("phase") in FINISHED_PHASES):
         return None
-    if isinstance(status, Mapping) and status.get("phase") in FINISHED_PHASES:
+    name, namespace, uid = meta.get("name"), meta.get("namespace"), meta.get("uid")
+    if name is None or not _is_text(name) or any(v is not None and not _is_text(v) for v in (namespace, uid)):
         return None
     refs = meta.get("ownerReferences")
-    owner = refs[0] if isinstance(refs, list) and refs and isinstance(refs[0], Mapping) else {}
-    return str(node), str(owner.get("kind", "")), spec
+    if refs is None or refs == []:
+        return str(node), "", spec
+    if not isinstance(refs, list) or not (refs[0] is None or _is_object(refs[0])):
+        return None
+    return str(node), str((refs[0] or {}).get("kind", "")), spec
+
+
+def _object_or_empty(value: Any) -> Mapping[str, Any]:
+    if value is None:
+        return {}
+    if not _is_object(value):
+        raise _Refused
+    return value
+
+
+def _taints_ok(raw: Any) -> bool:
+    # The parser refuses a node whose taints are malformed (no key, an unknown effect …).
+    if raw is None:
+        return True
+    if not isinstance(raw, list):
+        return False
+    for t in raw:
+        if not _is_object(t):
+            return False
+        key, value, effect = t.get("key"), t.get("value"), t.get("effect")
+        if key is None or not _is_text(key) or (value is not None and not _is_text(value)):
+            return False
+        if effect is None or not _is_text(effect) or str(effect) not in EFFECTS:
+            return False
+    return True
+
+
+def node_of(node: Mapping[str, Any]) -> tuple[str, dict[str, str], dict[str, int]] | None:
+    """(name, labels, allocatable in milli-units) of a Node as the engine's parser reads it: the
+    allocatable, else the capacity, with the kubelet's default of 110 pods when it names none; None
+    for a node the parser refuses."""
+    api = node.get("apiVersion")
+    if node.get("kind") != "Node" or api is None or not _is_text(api) or "/" in str(api):
+        return None
+    try:
+        meta, spec, status = (_object_or_empty(node.get(k)) for k in ("metadata", "spec", "status"))
+        name, namespace, provider = meta.get("name"), meta.get("namespace"), spec.get("providerID")
+        if name is None or any(v is not None and not _is_text(v) for v in (name, namespace, provider)):
+            return None
+        labels = {}
+        for key, value in _object_or_empty(meta.get("labels")).items():
+            if value is not None and not _is_text(value):
+                return None
+            labels[str(key)] = "" if value is None else str(value)
+        if not _taints_ok(spec.get("taints")):
+            return None
+        allocatable, capacity = _amounts(status.get("allocatable")), _amounts(status.get("capacity"))
+    except _Refused:
+        return None
+    for amounts in (allocatable, capacity):
+        if amounts and PODS not in amounts:
+            amounts[PODS] = DEFAULT_MAX_PODS * 1000
+    return str(name), labels, allocatable or capacity
 
 
 def _add(into: dict[str, int], requests: Mapping[str, int]) -> None:
@@ -221,10 +335,16 @@ def _created(node: Mapping[str, Any]) -> datetime | None:
 
 def node_rows(*, pods: Sequence[KubeObject], node_objects: Sequence[KubeObject], now: datetime) -> list[NodeRow]:
     """The rows of listed pods and nodes, worst-packed first (see the module's docstring)."""
-    nodes = adapters.cluster_inputs(pods=(), nodes=node_objects).nodes
-    created = {str((n.get("metadata") or {}).get("name")): _created(n) for n in node_objects}
+    nodes, created = [], {}
+    for obj in node_objects:
+        node = node_of(obj)
+        if node is not None:
+            nodes.append(node)
+            created[node[0]] = _created(obj)
     types = {t.name: t for t in adapters.instance_types(settings.LOADMASTER_AWS_REGION)}
-    claims = {c.node_name: c for c in NodeClaim.objects.active().exclude(node_name="")}
+    # The fields the rows' readers use (the price, the node's age, the disruption filter of /metrics,
+    # the link of the bin-packing page): a whole NodeClaim row costs twice as much to load.
+    claims = {c.node_name: c for c in NodeClaim.objects.active().exclude(node_name="").only(*CLAIM_FIELDS)}
     requested: dict[str, dict[str, int]] = defaultdict(dict)
     daemon: dict[str, dict[str, int]] = defaultdict(dict)
     for pod in pods:
@@ -235,17 +355,15 @@ def node_rows(*, pods: Sequence[KubeObject], node_objects: Sequence[KubeObject],
         requests = pod_requests_of(spec)
         if requests is None:
             continue
-        items = requests.as_dict()
-        _add(requested[node_name], items)
+        _add(requested[node_name], requests)
         # Karpenter counts a pod as a DaemonSet's by its owner reference's kind.
         if owner_kind == "DaemonSet":
-            _add(daemon[node_name], items)
+            _add(daemon[node_name], requests)
     rows = []
-    for node in nodes:
-        labels = node.labels
+    for name, labels, allocatable in nodes:
         itype, zone = labels.get(INSTANCE_TYPE_LABEL, ""), labels.get(ZONE_LABEL, "")
         capacity_type = capacity_type_of(labels)
-        claim = claims.get(node.name)
+        claim = claims.get(name)
         price: float | None
         if claim is not None and claim.price_per_hour is not None:
             price, source = float(claim.price_per_hour), claim.price_source
@@ -254,25 +372,52 @@ def node_rows(*, pods: Sequence[KubeObject], node_objects: Sequence[KubeObject],
         else:
             price, source = None, ""
         on_demand, _ = offering_price(types, itype, zone, "on-demand")
-        req, alloc = requested.get(node.name, {}), dict(node.allocatable)
-        born = created.get(node.name) or (claim.created_at if claim is not None else None)
+        req, alloc = requested.get(name, {}), allocatable
+        born = created.get(name) or (claim.created_at if claim is not None else None)
         rows.append(NodeRow(
-            name=node.name, nodepool=labels.get(NODEPOOL_LABEL, ""), instance_type=itype,
+            name=name, nodepool=labels.get(NODEPOOL_LABEL, ""), instance_type=itype,
             capacity_type=capacity_type, zone=zone,
             cpu_requested=req.get(CPU, 0), cpu_allocatable=alloc.get(CPU, 0),
             memory_requested=req.get(MEMORY, 0) // 1000, memory_allocatable=alloc.get(MEMORY, 0) // 1000,
             pods_requested=req.get(PODS, 0) // 1000, pods_allocatable=alloc.get(PODS, 0) // 1000,
             price=price, estimated=price is None or source == "estimate",
             age=now - born if born is not None else None, claim=claim, allocatable=alloc,
-            pod_requests=dict(req), daemon_requests=dict(daemon.get(node.name, {})), on_demand_price=on_demand,
+            pod_requests=dict(req), daemon_requests=dict(daemon.get(name, {})), on_demand_price=on_demand,
             created_at=born))
     rows.sort(key=lambda r: (r.packing, -(r.price or 0.0), r.name))
     return rows
 
 
+_gc_lock = threading.Lock()
+_gc_holders = 0  # reads (on any thread) inside gc_paused now
+_gc_was_enabled = False  # the collector's state when the first of them entered
+
+
+@contextlib.contextmanager
+def gc_paused() -> Iterator[None]:
+    """Hold off the cyclic garbage collector for one read of the cluster. A read builds a few hundred
+    thousand dicts and lists (the listed objects, decoded from JSON) that hold no cycles; each burst of
+    them would set off collections that walk everything the process holds, a third of the read.
+    Counted, so reads on several threads at once never switch it back on under one still running."""
+    global _gc_holders, _gc_was_enabled
+    with _gc_lock:
+        if _gc_holders == 0:
+            _gc_was_enabled = gc.isenabled()
+            gc.disable()
+        _gc_holders += 1
+    try:
+        yield
+    finally:
+        with _gc_lock:
+            _gc_holders -= 1
+            if _gc_holders == 0 and _gc_was_enabled:
+                gc.enable()
+
+
 def live_cluster(*, cluster: ClusterBackend, now: datetime | None = None) -> LiveCluster:
     """List the cluster's pods and nodes once and make their rows."""
-    pods, _ = cluster.list_pods()
-    node_objects, _ = cluster.list_nodes()
-    return LiveCluster(nodes=node_rows(pods=pods, node_objects=node_objects, now=now or timezone.now()),
-                       pods=pods, node_objects=node_objects)
+    with gc_paused():
+        pods, _ = cluster.list_pods()
+        node_objects, _ = cluster.list_nodes()
+        return LiveCluster(nodes=node_rows(pods=pods, node_objects=node_objects, now=now or timezone.now()),
+                           pods=pods, node_objects=node_objects)

@@ -22,7 +22,8 @@ def escape(value: str) -> str:
 
 def labels(pairs: Mapping[str, str] | Iterable[tuple[str, str]]) -> str:
     """The inside of a label set, `a="x",b="y"`, in the given order, without empty values."""
-    items = pairs.items() if isinstance(pairs, Mapping) else pairs
+    # Tuples and lists first: they are nearly every call, and the Mapping check is an ABC's.
+    items = pairs if isinstance(pairs, tuple | list) else pairs.items() if isinstance(pairs, Mapping) else pairs
     return ",".join([f'{k}="{escape(v if isinstance(v, str) else str(v))}"' for k, v in items if v != "" and v is not None])
 
 
