@@ -60,6 +60,7 @@ INSTALLED_APPS = [
     "drf_spectacular_sidecar",
     "console.fleet",
     "console.catalog",
+    "console.telemetry",
     "console.control",
     "console.dashboards",
     "console.simulation",

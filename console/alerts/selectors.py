@@ -16,8 +16,8 @@ from typing import Any
 
 from console.alerts import units
 from console.alerts.models import PendingPod, StrandedMove
-from console.control.models import MetricSample, NodePoolProblem
 from console.fleet.models import Decision
+from console.telemetry.models import MetricSample, NodePoolProblem
 from packing import api
 
 

@@ -31,11 +31,12 @@ from console import adapters
 from console.alerts.services import stranded_moves_record
 from console.backends.base import CloudProvider, ClusterBackend, NodeNotFound
 from console.control.locks import LockBusy, loop_lock
-from console.control.models import DisruptionAction, NodePoolProblem
+from console.control.models import DisruptionAction
 from console.control.nodepool_problems import nodepool_problems_record
 from console.control.provisioning import claim_name, engine_catalog, nodeclaim_launch
-from console.dashboards import loop_stats
 from console.fleet.models import Decision, EC2NodeClass, NodeClaim, NodePool
+from console.telemetry import loop_stats
+from console.telemetry.models import NodePoolProblem
 from packing import api
 from packing.api import Action, Cluster, Report, consolidate
 

@@ -21,10 +21,11 @@ from django.utils import timezone
 
 from console import adapters
 from console.backends.base import ClusterBackend
-from console.control.models import MetricSample
-from console.dashboards import pod_startup, selectors, services
-from console.dashboards.selectors import NodeRow
+from console.control.live_cluster import LiveCluster, NodeRow, live_cluster
+from console.control.provisioning import engine_catalog
 from console.fleet.models import Decision, EC2NodeClass, NodePool
+from console.telemetry import pod_startup, reasons, services
+from console.telemetry.models import MetricSample
 from packing.instancetype import InstanceType
 from packing.pods import Pod
 from packing.scheduling.scheduler import Scheduler
@@ -34,6 +35,11 @@ log = logging.getLogger(__name__)
 # scope ("" = cluster, else a NodePool) -> (fingerprint, bound). Per process: a worker recomputes a
 # bound only when the running pods' request classes, the pools or the catalog changed.
 _BOUND_CACHE: dict[str, tuple[str, float | None]] = {}
+
+
+def lower_bound_cache_clear() -> None:
+    """Forget the bounds computed so far: the next sample computes each again (benchmarks)."""
+    _BOUND_CACHE.clear()
 
 
 def _pod_class(pod: Pod) -> str:
@@ -74,12 +80,11 @@ def _bound(scope: str, pods: Sequence[Pod], classes: Counter[str], pools: Sequen
     return bound
 
 
-def lower_bounds(*, cluster: ClusterBackend, live: selectors.LiveCluster, now: datetime) -> dict[str, float | None]:
+def lower_bounds(*, cluster: ClusterBackend, live: LiveCluster, now: datetime) -> dict[str, float | None]:
     """Per NodePool: the bound for the non-DaemonSet pods running on its nodes under that pool's
     constraints. Cluster (""): the bound for all those pods with every pool available, plus the cost
-    of the nodes no NodePool manages (the provisioner cannot replace them)."""
-    from console.control.provisioning import engine_catalog
-
+    of the nodes no NodePool manages (the provisioner cannot replace them). The pods are parsed here
+    in full, as the engine plans with them (the live read keeps only their requests)."""
     pool_rows, class_rows = list(NodePool.objects.all()), list(EC2NodeClass.objects.all())
     spec = adapters.cluster_inputs(pods=(), nodes=(), daemonsets=cluster.list_daemonsets(),
                                    nodepools=pool_rows, nodeclasses=class_rows)
@@ -91,7 +96,7 @@ def lower_bounds(*, cluster: ClusterBackend, live: selectors.LiveCluster, now: d
     pool_of_node = {n.name: n.nodepool for n in live.nodes}
     pods_by_pool: dict[str, list[Pod]] = defaultdict(list)
     classes_by_pool: dict[str, Counter[str]] = defaultdict(Counter)
-    for pod in live.inputs.running:
+    for pod in adapters.cluster_inputs(pods=live.pods, nodes=()).running:
         pool = pool_of_node.get(pod.node_name or "")
         if pool and pod.owner_kind != "DaemonSet":  # DaemonSet pods come with every node: overhead, not load
             pods_by_pool[pool].append(pod)
@@ -119,8 +124,8 @@ def _money(value: float) -> Decimal:
 @transaction.atomic
 def metrics_record(*, cluster: ClusterBackend, now: datetime | None = None) -> list[MetricSample]:
     minute = (now or timezone.now()).replace(second=0, microsecond=0)
-    live = selectors.live_cluster(cluster=cluster, now=minute)
-    pod_startup.pod_startups_record(pods=cluster.list_pods()[0], now=now or timezone.now())
+    live = live_cluster(cluster=cluster, now=minute)
+    pod_startup.pod_startups_record(pods=live.pods, now=now or timezone.now())
 
     rows: dict[str, dict[str, Any]] = defaultdict(lambda: defaultdict(int))
     node: NodeRow
@@ -148,7 +153,7 @@ def metrics_record(*, cluster: ClusterBackend, now: datetime | None = None) -> l
     for pod_key in pending:
         verdict = Decision.objects.filter(kind=Decision.UNSCHEDULABLE, details__pod=pod_key).order_by("-at").first()
         verdicts.append((verdict.details.get("reasons") or []) if verdict else None)
-    reasons = selectors.pending_reason_counts(verdicts)
+    pending_reasons = reasons.pending_reason_counts(verdicts)
     rows[""]["pods_pending"] = len(pending)
     bounds = lower_bounds(cluster=cluster, live=live, now=minute)
 
@@ -162,7 +167,7 @@ def metrics_record(*, cluster: ClusterBackend, now: datetime | None = None) -> l
             "cpu_allocatable": row["cpu_allocatable"], "cpu_requested": row["cpu_requested"],
             "memory_allocatable": row["memory_allocatable"], "memory_requested": row["memory_requested"],
             "pods": row["pods"], "pods_pending": row["pods_pending"] if pool == "" else 0,
-            "unschedulable_reasons": dict(reasons) if pool == "" else {},
+            "unschedulable_reasons": dict(pending_reasons) if pool == "" else {},
             "lower_bound_per_hour": None if bound is None else _money(bound),
         })
         saved.append(sample)

@@ -13,8 +13,8 @@ from datetime import datetime
 
 from django.db import transaction
 
-from console.control.models import NodePoolProblem
 from console.fleet.models import Decision, NodePool
+from console.telemetry.models import NodePoolProblem
 
 log = logging.getLogger(__name__)
 

@@ -27,10 +27,11 @@ from console import adapters
 from console.backends.aws import launch_with_fallback
 from console.backends.base import CloudProvider, ClusterBackend, LaunchError, LaunchOption, LaunchRequest
 from console.control.locks import LockBusy, loop_lock
-from console.control.models import NodePoolProblem, UnavailableOffering
+from console.control.models import UnavailableOffering
 from console.control.nodepool_problems import nodepool_problems_record
-from console.dashboards import loop_stats
 from console.fleet.models import Decision, EC2NodeClass, NodeClaim, NodePool
+from console.telemetry import loop_stats
+from console.telemetry.models import NodePoolProblem
 from packing import api
 from packing.api import Inputs, InstanceType, Results, Scheduler
 from packing.api import NodePool as EnginePool

@@ -10,7 +10,7 @@ from celery import shared_task
 from console.backends.factory import cloud_provider, cluster_backend
 from console.control.lifecycle import garbage_collect_run, interruption_run, lifecycle_run
 from console.control.provisioning import provision_run
-from console.dashboards import loop_stats
+from console.telemetry import loop_stats
 
 
 @shared_task(ignore_result=True, time_limit=240, soft_time_limit=220)

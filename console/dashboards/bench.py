@@ -34,7 +34,7 @@ TYPES = [("m5.large", 2, 8, 0.096), ("m5.xlarge", 4, 16, 0.192), ("c5.2xlarge", 
          ("r6g.xlarge", 4, 32, 0.2016), ("m7g.4xlarge", 16, 64, 0.6528)]
 
 
-def _setup(tmp: str) -> None:
+def setup_scratch_database(tmp: str) -> None:
     os.environ["DATABASE_URL"] = f"sqlite:///{tmp}/bench.sqlite3"
     os.environ["LOADMASTER_VAR_DIR"] = tmp
     os.environ.setdefault("SECRET_KEY", "dashboards-bench-only-" + "x" * 40)
@@ -53,11 +53,11 @@ def _setup(tmp: str) -> None:
     call_command("migrate", verbosity=0)
 
 
-def _generate(days: int, nodes: int, pools: int, seed: int) -> None:
+def generate(days: int, nodes: int, pools: int, seed: int) -> None:
     from django.utils import timezone
 
-    from console.control.models import MetricSample
     from console.fleet.models import Decision, NodeClaim
+    from console.telemetry.models import MetricSample
 
     rnd = random.Random(seed)
     now = timezone.now().replace(second=0, microsecond=0)
@@ -161,7 +161,7 @@ def _roll_up() -> tuple[int, int]:
     """What record_metrics does at each hour boundary, all at once: roll up, then prune."""
     from django.utils import timezone
 
-    from console.dashboards import services
+    from console.telemetry import services
 
     now = timezone.now()
     return services.metric_rollups_catch_up(now=now), services.metric_samples_prune(now=now)
@@ -170,10 +170,9 @@ def _roll_up() -> tuple[int, int]:
 def _wipe() -> None:
     from django.contrib.auth.models import User
 
-    from console.control.models import MetricSample
-    from console.dashboards.models import MetricRollup
     from console.fleet.models import Decision, EC2NodeClass, NodeClaim, NodePool
     from console.simulation.models import SimObject
+    from console.telemetry.models import MetricRollup, MetricSample
 
     for model in (MetricSample, MetricRollup, NodeClaim, Decision, SimObject, NodePool, EC2NodeClass, User):
         model.objects.all().delete()
@@ -199,7 +198,7 @@ def _time_record(pools: int) -> dict[str, float]:
     for i in range(pools):
         services.nodepool_create(values={"name": f"pool-{i}", "node_class_name": "default"}, user=user)
     cluster = SimulatedCluster()
-    metrics._BOUND_CACHE.clear()
+    metrics.lower_bound_cache_clear()
     out = {}
     for label in ("first", "cached"):
         t = time.perf_counter()
@@ -267,16 +266,15 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     tmp = tempfile.mkdtemp(prefix="lm-dash-bench-")
     try:
-        _setup(tmp)
-        from console.control.models import MetricSample
-        from console.dashboards.models import MetricRollup
+        setup_scratch_database(tmp)
+        from console.telemetry.models import MetricRollup, MetricSample
 
         table: dict[tuple[str, str], dict[int, float]] = {}
         worst: dict[int, float] = {}
         for nodes in args.nodes:
             _wipe()
             t = time.perf_counter()
-            _generate(args.days, nodes, args.pools, args.seed)
+            generate(args.days, nodes, args.pools, args.seed)
             generated = MetricSample.objects.count()
             t_gen = time.perf_counter() - t
             t = time.perf_counter()

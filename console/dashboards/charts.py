@@ -10,7 +10,8 @@ from typing import Any
 import plotly.graph_objects as go
 import plotly.io as pio
 
-from console.dashboards.selectors import NodeRow, Point
+from console.control.live_cluster import NodeRow
+from console.dashboards.selectors import Point
 
 _LAYOUT = dict(template="plotly_white", height=340, autosize=True, margin=dict(l=60, r=20, t=50, b=90),
                hovermode="x unified", legend=dict(orientation="h", y=-0.35, x=0))
@@ -80,8 +81,8 @@ def _ranged(data: list[dict[str, Any]], layout: dict[str, Any], *, time_axis: bo
 def _dict_html(div_id: str, data: list[dict[str, Any]], title: str, yaxis: str, *, time_axis: bool = True,
                numeric_y: bool = True, x_range: tuple[datetime, datetime] | None = None,
                empty_text: str = "no samples in this window", **layout: Any) -> str:
-    """A figure written as plain dicts and serialised without plotly's validators, which cost ~40 ms per
-    trace of a day of minutes; the traces are built here from known-good values."""
+    """A figure written as plain dicts and serialised without plotly's validators, which cost more per
+    trace of a day of minutes than the rest of the page; the traces are built here from known-good values."""
     full = {"template": _template(), "height": _LAYOUT["height"], "autosize": True, "margin": _LAYOUT["margin"],
             "hovermode": "x unified", "legend": _LAYOUT["legend"], "title": {"text": title},
             "xaxis": {"title": {"text": "time (UTC)"}}, "yaxis": {"title": {"text": yaxis}}, **layout}

@@ -22,7 +22,8 @@ def escape(value: str) -> str:
 
 def labels(pairs: Mapping[str, str] | Iterable[tuple[str, str]]) -> str:
     """The inside of a label set, `a="x",b="y"`, in the given order, without empty values."""
-    items = pairs.items() if isinstance(pairs, Mapping) else pairs
+    # Tuples and lists first: they are nearly every call, and the Mapping check is an ABC's.
+    items = pairs if isinstance(pairs, tuple | list) else pairs.items() if isinstance(pairs, Mapping) else pairs
     return ",".join([f'{k}="{escape(v if isinstance(v, str) else str(v))}"' for k, v in items if v != "" and v is not None])
 
 
@@ -76,6 +77,10 @@ class Exposition:
                 raise ValueError(f"cached block repeats series {key}")
             self._seen.add(key)
         self._lines.append(text)
+
+    def series_keys(self) -> list[str]:
+        """The series written so far (name and label set), for raw() to check a cached block with."""
+        return list(self._seen)
 
     def text(self) -> str:
         return "".join(self._lines)

@@ -28,10 +28,10 @@ from django.db.models import (
 from django.db.models.fields.json import KeyTextTransform
 
 from console.control.models import DisruptionAction
-from console.dashboards import loop_stats
 from console.dashboards.exposition import Exposition, escape, histogram, labels, summary
-from console.dashboards.pod_startup import QUANTILES, SUMMARY_WINDOW, pod_startup_summary, summarize
 from console.fleet.models import Decision, NodeClaim
+from console.telemetry import loop_stats
+from console.telemetry.pod_startup import QUANTILES, SUMMARY_WINDOW, pod_startup_summary, summarize
 
 # The interruption event kinds of the cloud backends -> the AWS provider's message kinds, which are
 # the reason of karpenter_nodeclaims_disrupted_total for an interruption.

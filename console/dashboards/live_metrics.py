@@ -10,16 +10,14 @@ from __future__ import annotations
 
 import functools
 import logging
-import time
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, cast
-
-from django.conf import settings
+from typing import Any
 
 from console.backends.base import ClusterBackend
+from console.control.live_cluster import LiveCluster, NodeRow, gc_paused
 from console.dashboards import selectors
 from console.dashboards.exposition import Exposition, escape, join, labels
 from console.fleet.models import NodePool
@@ -68,65 +66,53 @@ def resource_label(resource: str) -> str:
 
 @dataclass
 class LiveRead:
-    """One read of the cluster: the dashboards' node rows, and what the rows do not keep (labels,
-    capacity, phase, the pods themselves), with the per-node and per-pod exposition rendered once."""
+    """One read of the cluster (the dashboards' remembered read, selectors.live_read) with what the
+    rows do not keep (node labels, capacity, phase; the pods) and the per-node and per-pod exposition
+    rendered once per read."""
 
-    nodes: list[selectors.NodeRow]
+    live: LiveCluster
+    nodes: list[NodeRow]
     node_objects: dict[str, Mapping[str, Any]]
-    pods: list[Mapping[str, Any]]
+    pods: Sequence[Mapping[str, Any]]
     node_labels: dict[str, str] = field(default_factory=dict)  # node name -> rendered label set
     block: str = ""
     keys: list[str] = field(default_factory=list)
 
 
-class _ReadOnce:
-    """The cluster backend with its pods and nodes already listed: selectors.live_cluster reads them
-    from here, so one scrape lists the cluster once."""
-
-    def __init__(self, cluster: ClusterBackend, pods: Any, nodes: Any) -> None:
-        self._cluster, self._pods, self._nodes = cluster, pods, nodes
-
-    def list_pods(self, *args: Any, **kwargs: Any) -> Any:
-        return self._pods
-
-    def list_nodes(self, *args: Any, **kwargs: Any) -> Any:
-        return self._nodes
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._cluster, name)
-
-
-_READ: tuple[float, LiveRead] | None = None
+_READ: LiveRead | None = None
 
 
 def live_read_clear() -> None:
+    """Forget the rendered read and the read itself: the next scrape lists the cluster."""
     global _READ
     _READ = None
+    selectors.live_nodes_clear()
 
 
 def live_read(*, cluster: ClusterBackend, now: datetime) -> LiveRead:
-    """The cluster as of at most LOADMASTER_DASHBOARD_LIVE_SECONDS ago (0: read every time)."""
+    """The cluster as of at most LOADMASTER_DASHBOARD_LIVE_SECONDS ago (0: read every time): the read
+    the pages of this process share, rendered once."""
     global _READ
-    max_age = settings.LOADMASTER_DASHBOARD_LIVE_SECONDS
+    live = selectors.live_read(cluster=cluster, now=now)
     hit = _READ
-    # Also dropped when the dashboards' own live read was cleared or replaced (selectors.live_nodes_clear).
-    shared = selectors._LIVE_READ
-    if (max_age > 0 and hit is not None and time.monotonic() - hit[0] < max_age and shared is not None
-            and shared[1] is hit[1].nodes):
-        return hit[1]
-    pods_listed, nodes_listed = cluster.list_pods(), cluster.list_nodes()
-    rows = selectors.live_cluster(cluster=cast(ClusterBackend, _ReadOnce(cluster, pods_listed, nodes_listed)),
-                                  now=now).nodes
-    objects: dict[str, Mapping[str, Any]] = {str((n.get("metadata") or {}).get("name")): n for n in nodes_listed[0]}
-    read = LiveRead(nodes=rows, node_objects=objects, pods=list(pods_listed[0]))
-    _render(read)
-    _READ = (time.monotonic(), read)
+    if hit is not None and hit.live is live:
+        return hit
+    objects: dict[str, Mapping[str, Any]] = {str((n.get("metadata") or {}).get("name")): n for n in live.node_objects}
+    read = LiveRead(live=live, nodes=live.nodes, node_objects=objects, pods=live.pods)
+    with gc_paused():  # tens of thousands of label tuples, no cycles (see gc_paused)
+        _render(read)
+    _READ = read
     return read
 
 
-def _node_label_text(row: selectors.NodeRow, obj: Mapping[str, Any]) -> str:
+# The well-known labels ordered by their metric label's name (the names are distinct), as a node's
+# label set lists them.
+_BY_METRIC_LABEL = tuple(sorted(WELL_KNOWN_LABELS, key=lambda k: METRIC_LABEL[k]))
+
+
+def _node_label_text(row: NodeRow, obj: Mapping[str, Any]) -> str:
     node_labels = (obj.get("metadata") or {}).get("labels") or {}
-    pairs = sorted((METRIC_LABEL[k], str(node_labels.get(k, ""))) for k in WELL_KNOWN_LABELS)
+    pairs = [(METRIC_LABEL[k], str(node_labels.get(k, ""))) for k in _BY_METRIC_LABEL]
     phase = str((obj.get("status") or {}).get("phase") or "")
     return labels([*pairs, ("node_name", row.name), ("phase", phase), ("managed", "true" if row.managed else "false")])
 
@@ -160,6 +146,14 @@ def _owner(meta: Mapping[str, Any]) -> str:
 
 def _render(read: LiveRead) -> None:
     out = Exposition()
+    resource_part: dict[str, str] = {}
+
+    def resource(r: str) -> str:
+        part = resource_part.get(r)
+        if part is None:
+            part = resource_part[r] = f'resource_type="{resource_label(r)}"'
+        return part
+
     for row in read.nodes:
         read.node_labels[row.name] = _node_label_text(row, read.node_objects.get(row.name) or {})
     # One family at a time: the exposition format wants a family's series together.
@@ -168,42 +162,48 @@ def _render(read: LiveRead) -> None:
     out.family(alloc_name, "gauge", help_of[alloc_name])
     for row in read.nodes:
         for r, milli in sorted(row.allocatable.items()):
-            out.sample(alloc_name, join(read.node_labels[row.name], f'resource_type="{resource_label(r)}"'), milli / 1000)
+            out.sample(alloc_name, join(read.node_labels[row.name], resource(r)), milli / 1000)
     # As RequestsForPods: the containers' resources plus "pods", the number of pods (0 when none).
     for name, attr in ((pod_name, "pod_requests"), (daemon_name, "daemon_requests")):
         out.family(name, "gauge", help_of[name])
         for row in read.nodes:
             amounts = {PODS: 0, **getattr(row, attr)}
             for r, milli in sorted(amounts.items()):
-                out.sample(name, join(read.node_labels[row.name], f'resource_type="{resource_label(r)}"'), milli / 1000)
+                out.sample(name, join(read.node_labels[row.name], resource(r)), milli / 1000)
     out.family(overhead_name, "gauge", help_of[overhead_name])
     for row in read.nodes:
         status = (read.node_objects.get(row.name) or {}).get("status") or {}
         capacity, allocatable = _quantities(status.get("capacity")), _quantities(status.get("allocatable"))
         for r, milli in sorted(capacity.items()):
-            out.sample(overhead_name, join(read.node_labels[row.name], f'resource_type="{resource_label(r)}"'),
+            out.sample(overhead_name, join(read.node_labels[row.name], resource(r)),
                        (milli - allocatable.get(r, 0)) / 1000)
 
     out.family("karpenter_pods_state", "gauge",
                "Pod state is the current state of pods. This metric can be used several ways as it is labeled by the "
                "pod name, namespace, owner, node, nodepool name, zone, architecture, capacity type, instance type, "
                "pod phase, and pod readiness.")
+    # What a pod's labels take from its node, rendered once per node (pods outnumber nodes ten to one).
+    node_part: dict[str, tuple[str, str]] = {}
     for pod in read.pods:
         meta, spec, status = pod.get("metadata") or {}, pod.get("spec") or {}, pod.get("status") or {}
         node = str(spec.get("nodeName") or "")
-        obj = read.node_objects.get(node) or {}
-        nl = (obj.get("metadata") or {}).get("labels") or {}
+        part = node_part.get(node)
+        if part is None:
+            nl = ((read.node_objects.get(node) or {}).get("metadata") or {}).get("labels") or {}
+            pool = str(nl.get(NODEPOOL, ""))
+            part = node_part[node] = (labels((
+                ("node", node), ("scheduled", "true" if node else "false"), ("nodepool", pool),
+                ("zone", str(nl.get(ZONE, ""))), ("arch", str(nl.get(ARCH, ""))),
+                ("capacity_type", str(nl.get(CAPACITY_TYPE, ""))), ("instance_type", str(nl.get(INSTANCE_TYPE, ""))))),
+                'managed="true"' if pool else 'managed="false"')
         ready = any(c.get("type") == "Ready" and c.get("status") == "True" for c in status.get("conditions") or [])
-        pool = str(nl.get(NODEPOOL, ""))
-        out.sample("karpenter_pods_state", labels((
-            ("name", str(meta.get("name", ""))), ("namespace", str(meta.get("namespace") or "default")),
-            ("owner", _owner(meta)), ("node", node), ("scheduled", "true" if node else "false"),
-            ("nodepool", pool), ("zone", str(nl.get(ZONE, ""))), ("arch", str(nl.get(ARCH, ""))),
-            ("capacity_type", str(nl.get(CAPACITY_TYPE, ""))), ("instance_type", str(nl.get(INSTANCE_TYPE, ""))),
-            ("phase", str(status.get("phase") or "")), ("ready", "true" if ready else "false"),
-            ("managed", "true" if pool else "false"))), 1)
+        out.sample("karpenter_pods_state", join(
+            labels((("name", str(meta.get("name", ""))), ("namespace", str(meta.get("namespace") or "default")),
+                    ("owner", _owner(meta)))),
+            part[0], labels((("phase", str(status.get("phase") or "")), ("ready", "true" if ready else "false"))),
+            part[1]), 1)
     read.block = out.text()
-    read.keys = list(out._seen)
+    read.keys = out.series_keys()
 
 
 def write_live(out: Exposition, read: LiveRead, *, now: datetime) -> None:

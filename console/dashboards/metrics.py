@@ -29,12 +29,12 @@ from django.views.decorators.http import require_GET
 
 from console.backends.base import ClusterBackend
 from console.backends.factory import cluster_backend
-from console.control.models import MetricSample, NodePoolProblem
 from console.dashboards import selectors
 from console.dashboards.exposition import Exposition, escape, labels
 from console.dashboards.ledger_metrics import voluntary_disruptions, write_ledger
 from console.dashboards.live_metrics import LiveRead, live_read, resource_label, write_live
 from console.fleet.models import NodeClaim, NodePool
+from console.telemetry.models import MetricSample, NodePoolProblem
 from packing.quantity import QuantityError, parse_quantity
 
 log = logging.getLogger(__name__)

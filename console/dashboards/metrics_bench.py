@@ -4,7 +4,8 @@ Builds a throwaway SQLite database as ``console.dashboards.bench`` does (a day o
 nodes of the simulated cluster with 10 pods each, 5 × N NodeClaims, 20 × N decisions), adds the loop
 statistics and pod startups the tasks write, then prints the server time of /metrics (median of
 --repeat) with the live read reused (what a scrape costs between two reads of the cluster) and with
-it expired (the scrape that reads the cluster), and how many series one scrape holds."""
+it expired (the scrape that lists and reads the cluster: the cold figure, whose target is 1 s), and
+how many series one scrape holds. Figures only: nothing here asserts a time."""
 
 from __future__ import annotations
 
@@ -23,8 +24,8 @@ def _extras(nodes: int) -> None:
 
     from django.utils import timezone
 
-    from console.dashboards import loop_stats
-    from console.dashboards.models import PodStartup
+    from console.telemetry import loop_stats
+    from console.telemetry.models import PodStartup
 
     for controller in loop_stats.CONTROLLERS:
         for i in range(20):
@@ -71,18 +72,18 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     tmp = tempfile.mkdtemp(prefix="lm-metrics-bench-")
     try:
-        bench._setup(tmp)
+        bench.setup_scratch_database(tmp)
         t = time.perf_counter()
-        bench._generate(1, args.nodes, args.pools, args.seed)
+        bench.generate(1, args.nodes, args.pools, args.seed)
         _extras(args.nodes)
         print(f"{args.nodes} nodes, {args.nodes * bench.PODS_PER_NODE:,} pods, {args.nodes * 5:,} NodeClaims, "
               f"{args.nodes * 20:,} decisions generated in {time.perf_counter() - t:.1f} s")
         warm, cold, size, series = _time(args.repeat)
         print(f"/metrics: {series:,} series, {size / 1e6:.1f} MB per scrape")
         print(f"/metrics with the live read reused: median {statistics.median(warm) * 1000:.0f} ms "
-              f"(min {min(warm) * 1000:.0f}, max {max(warm) * 1000:.0f}; target 1,000 ms)")
+              f"(min {min(warm) * 1000:.0f}, max {max(warm) * 1000:.0f})")
         print(f"/metrics reading the cluster:       median {statistics.median(cold) * 1000:.0f} ms "
-              f"(min {min(cold) * 1000:.0f}, max {max(cold) * 1000:.0f})")
+              f"(min {min(cold) * 1000:.0f}, max {max(cold) * 1000:.0f}; target 1,000 ms)")
         return 0
     finally:
         shutil.rmtree(tmp, ignore_errors=True)

@@ -19,19 +19,23 @@ from decimal import Decimal
 from typing import Any
 
 from django.conf import settings
-from django.db.models import Avg, Count, DateTimeField, Func, Max, Q, QuerySet, Sum
-from django.db.models.functions import TruncHour
+from django.db.models import Avg, Count, Max, Q, Sum
 from django.utils import timezone
-from django.utils.dateparse import parse_datetime
 
-from console import adapters
 from console.backends.base import ClusterBackend
-from console.control.models import MetricSample
-from console.dashboards.models import MetricRollup
+from console.control.live_cluster import LiveCluster, NodeRow, live_cluster
 from console.fleet.models import Decision, NodeClaim
-from packing.instancetype import InstanceType
-from packing.kubeobjects import Inputs
-from packing.resources import CPU, MEMORY, PODS
+from console.telemetry.models import MetricRollup, MetricSample
+from console.telemetry.reasons import NOT_RECORDED, POD_PREFIX
+from console.telemetry.selectors import (
+    NUMERIC,
+    ROLLUP_FIELDS,
+    SAMPLE_FIELDS,
+    floor_hour,
+    minute_reason_sums,
+    minute_sums,
+    rolled_up_until,
+)
 
 log = logging.getLogger(__name__)
 
@@ -43,31 +47,8 @@ DEFAULT_WINDOW = "24h"
 MINUTE_RESOLUTION_UP_TO = timedelta(hours=24)
 
 
-class HourBucket(Func):
-    """The UTC hour of a timestamp, in native SQL. Django's TruncHour runs a Python function per row
-    on SQLite (≈7 µs each: 300 ms for 30 days of one pool); SQLite stores UTC text, so the hour is
-    its first 13 characters. PostgreSQL has date_trunc; other backends fall back to TruncHour."""
-
-    output_field = DateTimeField()
-
-    def as_sqlite(self, compiler: Any, connection: Any, **extra: Any) -> Any:
-        return self.as_sql(compiler, connection, template="(substr(%(expressions)s, 1, 13) || ':00:00')", **extra)
-
-    def as_postgresql(self, compiler: Any, connection: Any, **extra: Any) -> Any:
-        return self.as_sql(compiler, connection, template="date_trunc('hour', %(expressions)s)", **extra)
-
-    def as_sql(self, compiler: Any, connection: Any, **extra: Any) -> Any:
-        if "template" not in extra:
-            return compiler.compile(TruncHour(*self.source_expressions))
-        return super().as_sql(compiler, connection, **extra)
-
-
 def parse_window(value: str | None) -> str:
     return value if value in WINDOWS else DEFAULT_WINDOW
-
-
-def floor_hour(t: datetime) -> datetime:
-    return t.replace(minute=0, second=0, microsecond=0)
 
 
 def _ratio(num: float, den: float) -> float | None:
@@ -145,14 +126,6 @@ class Point:
         return self.cost_bounded / self.lower_bound
 
 
-_NUMERIC = ("cost_per_hour", "on_demand_cost_per_hour", "nodes", "spot_nodes", "cpu_allocatable",
-            "cpu_requested", "memory_allocatable", "memory_requested", "pods", "pods_pending")
-_SAMPLE_FIELDS = (*_NUMERIC, "lower_bound_per_hour")
-# The columns of a MetricRollup row (and of minute_sums()'s rows) besides hour and nodepool.
-ROLLUP_FIELDS = ("samples", "estimated_samples", *(f"{n}_sum" for n in _NUMERIC), "nodes_max", "pods_pending_max",
-                 "bound_samples", "lower_bound_per_hour_sum", "bounded_cost_per_hour_sum")
-
-
 def _point(row: Mapping[str, Any], at: datetime, estimated: bool) -> Point:
     g = row.get
     bound = g("lower_bound_per_hour")
@@ -169,7 +142,7 @@ def _hour_point(row: Mapping[str, Any]) -> Point:
     """The mean of an hour from its sums (a rollup row or minute_sums()): Σ ÷ samples."""
     n = row["samples"] or 1
     nb = row["bound_samples"]
-    means = {name: _f(row[f"{name}_sum"]) / n for name in _NUMERIC}
+    means = {name: _f(row[f"{name}_sum"]) / n for name in NUMERIC}
     return Point(at=row["hour"], cost=means["cost_per_hour"], on_demand=means["on_demand_cost_per_hour"],
                  nodes=means["nodes"], spot_nodes=means["spot_nodes"], cpu_allocatable=means["cpu_allocatable"],
                  cpu_requested=means["cpu_requested"], memory_allocatable=means["memory_allocatable"],
@@ -183,43 +156,6 @@ EFFICIENCY_FIELDS = ("cpu_allocatable", "cpu_requested", "memory_allocatable", "
 
 
 # --- hourly sums: rollups, then minutes ----------------------------------------------------------
-
-def minute_sums(samples: QuerySet[MetricSample]) -> list[dict[str, Any]]:
-    """Per (nodepool, hour): the sums and counts a MetricRollup row holds, computed in SQL from the
-    minute samples. The rollup writer stores exactly these rows, which is what makes both sources agree."""
-    sums: dict[str, Any] = {f"{name}_sum": Sum(name) for name in _NUMERIC}
-    rows = (samples.annotate(hour=HourBucket("at")).values("nodepool", "hour").annotate(
-        samples=Count("id"), estimated_samples=Count("id", filter=Q(estimated=True)),
-        nodes_max=Max("nodes"), pods_pending_max=Max("pods_pending"),
-        bound_samples=Count("lower_bound_per_hour"), lower_bound_per_hour_sum=Sum("lower_bound_per_hour"),
-        bounded_cost_per_hour_sum=Sum("cost_per_hour", filter=Q(lower_bound_per_hour__isnull=False)), **sums)
-        .order_by("nodepool", "hour"))
-    out = []
-    for r in rows:
-        for key in ROLLUP_FIELDS:
-            if r[key] is None:  # Sum over no rows (no bound this hour)
-                r[key] = 0
-        out.append(r)
-    return out
-
-
-def minute_reason_sums(samples: QuerySet[MetricSample]) -> dict[datetime, dict[str, int]]:
-    """Per hour, Σ pending pods per reason over the cluster samples. In Python: summing JSON is
-    neither portable SQL nor needed for more than the hours not rolled up yet."""
-    out: dict[datetime, dict[str, int]] = defaultdict(lambda: defaultdict(int))
-    for at, reasons in samples.filter(nodepool="").values_list("at", "unschedulable_reasons"):
-        bucket = out[floor_hour(at)]
-        for reason, count in (reasons or {}).items():
-            if isinstance(count, int | float):
-                bucket[reason] += int(count)
-    return {hour: dict(counts) for hour, counts in out.items()}
-
-
-def rolled_up_until(now: datetime) -> datetime | None:
-    """The first hour the rollups do not cover (hours from it on are read from the minutes)."""
-    last = MetricRollup.objects.filter(hour__lt=floor_hour(now)).aggregate(m=Max("hour"))["m"]
-    return None if last is None else last + timedelta(hours=1)
-
 
 def hour_sums(*, pools: Sequence[str] | None, start: datetime, now: datetime,
               reasons: bool = False) -> list[dict[str, Any]]:
@@ -279,7 +215,7 @@ def history(*, nodepool: str = "", window: str = DEFAULT_WINDOW, now: datetime |
 
 
 def histories(*, pools: list[str], window: str = DEFAULT_WINDOW, now: datetime | None = None,
-              fields: tuple[str, ...] = _SAMPLE_FIELDS) -> dict[str, list[Point]]:
+              fields: tuple[str, ...] = SAMPLE_FIELDS) -> dict[str, list[Point]]:
     """The history of several pools at once (the bin-packing page draws every pool): minutes up to a
     day, hourly means beyond. ``fields`` narrows what the minute query reads (the others read 0): a
     day of minutes of every pool is the largest read the pages make."""
@@ -361,7 +297,7 @@ def cost_summary(*, nodepool: str = "", now: datetime | None = None,
     stranded = None if nodes is None else sum(r.stranded for r in nodes if not nodepool or r.nodepool == nodepool)
     if last is None:
         return CostSummary(0.0, 0.0, mtd, forecast, None, 0, 0, False, None, None, stranded)
-    point = _point({k: getattr(last, k) for k in _SAMPLE_FIELDS}, last.at, last.estimated)
+    point = _point({k: getattr(last, k) for k in SAMPLE_FIELDS}, last.at, last.estimated)
     pending = last.pods_pending
     if nodepool:
         # Pending pods are counted once, on the cluster row: a pod pending has no pool yet.
@@ -376,185 +312,42 @@ def cost_summary(*, nodepool: str = "", now: datetime | None = None,
 
 # --- the live node view (eks-node-viewer) ----------------------------------------------------
 
-NODEPOOL_LABEL = "karpenter.sh/nodepool"
-CAPACITY_TYPE_LABEL = "karpenter.sh/capacity-type"
-EKS_CAPACITY_TYPE_LABEL = "eks.amazonaws.com/capacityType"  # managed node groups: ON_DEMAND | SPOT
-INSTANCE_TYPE_LABEL = "node.kubernetes.io/instance-type"
-ZONE_LABEL = "topology.kubernetes.io/zone"
-_EKS_CAPACITY = {"ON_DEMAND": "on-demand", "SPOT": "spot"}
-
-
-def capacity_type_of(labels: Mapping[str, str]) -> str:
-    """Karpenter's label, else an EKS managed node group's; "" when neither says (price unknown)."""
-    value = labels.get(CAPACITY_TYPE_LABEL)
-    if value in ("spot", "on-demand", "reserved"):
-        return value
-    return _EKS_CAPACITY.get(labels.get(EKS_CAPACITY_TYPE_LABEL, ""), "")
-
-
-def offering_price(types: Mapping[str, InstanceType], itype: str, zone: str,
-                   capacity_type: str) -> tuple[float | None, str]:
-    """The catalog's price of one offering and where it comes from; (None, "") when unknown."""
-    t = types.get(itype)
-    if t is None:
-        return None, ""
-    for o in t.offerings:
-        if o.zone == zone and o.capacity_type == capacity_type:
-            return o.price, o.price_source
-    return None, ""
-
-
-@dataclass(frozen=True)
-class NodeRow:
-    """One live node: what its pods request against its allocatable (milli-units as the engine keeps
-    them in the dicts; cpu in millicores, memory in bytes, pods in pods in the scalar fields)."""
-
-    name: str
-    nodepool: str             # "" for a node no NodePool manages
-    instance_type: str
-    capacity_type: str        # "" when no label says
-    zone: str
-    cpu_requested: int
-    cpu_allocatable: int
-    memory_requested: int
-    memory_allocatable: int
-    pods_requested: int
-    pods_allocatable: int
-    price: float | None       # None: unknown (shown as such, counted nowhere)
-    estimated: bool
-    age: timedelta | None
-    claim: NodeClaim | None = None
-    allocatable: Mapping[str, int] = field(default_factory=dict)
-    pod_requests: Mapping[str, int] = field(default_factory=dict)     # every pod, DaemonSet pods included
-    daemon_requests: Mapping[str, int] = field(default_factory=dict)  # DaemonSet-owned pods only
-    on_demand_price: float | None = None
-    created_at: datetime | None = None
-
-    @property
-    def managed(self) -> bool:
-        return bool(self.nodepool)
-
-    @property
-    def cpu_fraction(self) -> float:
-        return min(1.0, _ratio(self.cpu_requested, self.cpu_allocatable) or 0.0)
-
-    @property
-    def memory_fraction(self) -> float:
-        return min(1.0, _ratio(self.memory_requested, self.memory_allocatable) or 0.0)
-
-    @property
-    def pods_fraction(self) -> float:
-        return min(1.0, _ratio(self.pods_requested, self.pods_allocatable) or 0.0)
-
-    @property
-    def packing(self) -> float:
-        """How full the node is on its binding resource: what sorts worst-packed first."""
-        return max(self.cpu_fraction, self.memory_fraction)
-
-    @property
-    def stranded(self) -> float:
-        """$/h of this node nobody requested: the price times the share neither resource needs."""
-        return (self.price or 0.0) * (1.0 - self.packing)
-
-
-@dataclass
-class LiveCluster:
-    inputs: Inputs            # the cluster as the engine's parser reads it (pods, nodes)
-    nodes: list[NodeRow]
-
-
-def _add(into: dict[str, int], requests: Mapping[str, int]) -> None:
-    for resource, amount in requests.items():
-        into[resource] = into.get(resource, 0) + amount
-
-
-def _created(node: Mapping[str, Any]) -> datetime | None:
-    raw = (node.get("metadata") or {}).get("creationTimestamp")
-    try:
-        return parse_datetime(raw) if isinstance(raw, str) else None
-    except ValueError:
-        return None
-
-
-def live_cluster(*, cluster: ClusterBackend, now: datetime | None = None) -> LiveCluster:
-    """Every node of the live cluster (managed or not) with its pods' requests, priced by the launch
-    its NodeClaim recorded, else by the catalog when instance type, zone and capacity type are known."""
-    now = now or timezone.now()
-    pods, _ = cluster.list_pods()
-    node_objects, _ = cluster.list_nodes()
-    inputs = adapters.cluster_inputs(pods=pods, nodes=node_objects)
-    created = {str((n.get("metadata") or {}).get("name")): _created(n) for n in node_objects}
-    types = {t.name: t for t in adapters.instance_types(settings.LOADMASTER_AWS_REGION)}
-    claims = {c.node_name: c for c in NodeClaim.objects.active().exclude(node_name="")}
-    requested: dict[str, dict[str, int]] = defaultdict(dict)
-    daemon: dict[str, dict[str, int]] = defaultdict(dict)
-    for pod in inputs.running:
-        if pod.node_name:
-            _add(requested[pod.node_name], pod.requests)
-            # Karpenter counts a pod as a DaemonSet's by its owner reference's kind.
-            if pod.owner_kind == "DaemonSet":
-                _add(daemon[pod.node_name], pod.requests)
-    rows = []
-    for node in inputs.nodes:
-        labels = node.labels
-        itype, zone = labels.get(INSTANCE_TYPE_LABEL, ""), labels.get(ZONE_LABEL, "")
-        capacity_type = capacity_type_of(labels)
-        claim = claims.get(node.name)
-        price: float | None
-        if claim is not None and claim.price_per_hour is not None:
-            price, source = float(claim.price_per_hour), claim.price_source
-        elif itype and zone and capacity_type:
-            price, source = offering_price(types, itype, zone, capacity_type)
-        else:
-            price, source = None, ""
-        on_demand, _ = offering_price(types, itype, zone, "on-demand")
-        req, alloc = requested.get(node.name, {}), dict(node.allocatable)
-        born = created.get(node.name) or (claim.created_at if claim is not None else None)
-        rows.append(NodeRow(
-            name=node.name, nodepool=labels.get(NODEPOOL_LABEL, ""), instance_type=itype,
-            capacity_type=capacity_type, zone=zone,
-            cpu_requested=req.get(CPU, 0), cpu_allocatable=alloc.get(CPU, 0),
-            memory_requested=req.get(MEMORY, 0) // 1000, memory_allocatable=alloc.get(MEMORY, 0) // 1000,
-            pods_requested=req.get(PODS, 0) // 1000, pods_allocatable=alloc.get(PODS, 0) // 1000,
-            price=price, estimated=price is None or source == "estimate",
-            age=now - born if born is not None else None, claim=claim, allocatable=alloc,
-            pod_requests=dict(req), daemon_requests=dict(daemon.get(node.name, {})), on_demand_price=on_demand,
-            created_at=born))
-    rows.sort(key=lambda r: (r.packing, -(r.price or 0.0), r.name))
-    _remember(rows)
-    return LiveCluster(inputs=inputs, nodes=rows)
-
-
-# The last live read per process: (monotonic time it was read, the nodes). Listing and parsing a
-# 1,000-node cluster takes seconds; the pages and /metrics reuse a read younger than
-# LOADMASTER_DASHBOARD_LIVE_SECONDS (record_metrics refreshes it each minute in its own process).
-_LIVE_READ: tuple[float, list[NodeRow]] | None = None
+# The last live read of this process: (monotonic time it was read, the read). The pages and /metrics
+# reuse a read younger than LOADMASTER_DASHBOARD_LIVE_SECONDS rather than list the cluster again.
+_LIVE: tuple[float, LiveCluster] | None = None
 
 
 def live_nodes_clear() -> None:
-    global _LIVE_READ
-    _LIVE_READ = None
+    """Forget the remembered read: the next page or scrape lists the cluster."""
+    global _LIVE
+    _LIVE = None
 
 
-def _remember(nodes: list[NodeRow]) -> None:
-    global _LIVE_READ
-    _LIVE_READ = (time.monotonic(), nodes)
+def live_read_fresh(*, cluster: ClusterBackend, now: datetime | None = None) -> LiveCluster:
+    """Read the live cluster now, and remember the read for the pages and scrapes that follow."""
+    global _LIVE
+    live = live_cluster(cluster=cluster, now=now)
+    _LIVE = (time.monotonic(), live)
+    return live
+
+
+def live_read(*, cluster: ClusterBackend, now: datetime | None = None) -> LiveCluster:
+    """The remembered read while younger than LOADMASTER_DASHBOARD_LIVE_SECONDS (0: always read)."""
+    max_age = settings.LOADMASTER_DASHBOARD_LIVE_SECONDS
+    hit = _LIVE
+    if max_age > 0 and hit is not None and time.monotonic() - hit[0] < max_age:
+        return hit[1]
+    return live_read_fresh(cluster=cluster, now=now)
 
 
 def live_nodes(*, cluster: ClusterBackend, now: datetime | None = None) -> list[NodeRow]:
-    """live_cluster()'s nodes, reused while younger than LOADMASTER_DASHBOARD_LIVE_SECONDS (0: always read)."""
-    max_age = settings.LOADMASTER_DASHBOARD_LIVE_SECONDS
-    hit = _LIVE_READ
-    if max_age > 0 and hit is not None and time.monotonic() - hit[0] < max_age:
-        return hit[1]
-    nodes = live_cluster(cluster=cluster, now=now).nodes
-    _remember(nodes)
-    return nodes
+    """The nodes of live_read()."""
+    return live_read(cluster=cluster, now=now).nodes
 
 
 def node_view(*, cluster: ClusterBackend, nodepool: str = "", now: datetime | None = None) -> list[NodeRow]:
-    """The live nodes, worst-packed first; with `nodepool`, that pool's nodes only."""
-    rows = live_cluster(cluster=cluster, now=now).nodes
+    """The live nodes read now, worst-packed first; with `nodepool`, that pool's nodes only."""
+    rows = live_read_fresh(cluster=cluster, now=now).nodes
     return [r for r in rows if r.nodepool == nodepool] if nodepool else rows
 
 
@@ -749,56 +542,6 @@ def cost_by_family(*, nodepool: str = "", window: str = DEFAULT_WINDOW,
 
 
 # --- unschedulable reasons -------------------------------------------------------------------
-
-# --- pending reasons as record_metrics stores them ---------------------------------------------------
-#
-# A cluster sample's `unschedulable_reasons` holds two views of the same pending pods:
-#   "nodepool gpu: taint … not tolerated": n   — per NodePool: each pod once in every pool that refuses it;
-#   "pod: nodepool default: limit cpu=…": n     — per pod: each pod once, under its deciding reason.
-# Samples written before the per-pod keys existed have only the first; their pods are counted once as
-# NOT_RECORDED (the sample's pending count minus the pods it does attribute).
-WAITING = "waiting for the provisioner"
-NO_REASON = "no reason recorded"
-NOT_RECORDED = "reason not recorded (older sample)"
-POD_PREFIX = "pod: "
-
-# How close a NodePool came to taking the pod, by the kind of reason it gives: a limit or capacity that
-# blocks a pod the pool is meant for decides more than a taint or a label the pod was never meant to match.
-_REASON_RANKS = (("limit ", 0), ("would be exceeded", 0), ("no instance type", 1), ("topology", 2),
-                 ("affinity", 2), ("requirement", 3), ("label", 3), ("taint", 4), ("nodepool unusable", 5))
-
-
-def _reason_rank(reason: str) -> int:
-    return next((rank for needle, rank in _REASON_RANKS if needle in reason), 2)
-
-
-def deciding_reason(reasons: Sequence[Mapping[str, Any]] | None) -> str:
-    """The one reason a pending pod is counted under: among its NodePools (in the scheduler's order,
-    highest weight first), the reason of the pool that came closest to taking it (see _REASON_RANKS)."""
-    items = [r for r in reasons or [] if isinstance(r, Mapping)]
-    if not items:
-        return NO_REASON
-    best = min(enumerate(items), key=lambda ir: (_reason_rank(str(ir[1].get("reason", ""))), ir[0]))[1]
-    pool, reason = best.get("nodepool") or "", str(best.get("reason", ""))
-    return f"nodepool {pool}: {reason}" if pool else reason
-
-
-def pending_reason_counts(verdicts: Iterable[Sequence[Mapping[str, Any]] | None]) -> dict[str, int]:
-    """What record_metrics stores as a cluster sample's `unschedulable_reasons`, from each pending pod's
-    newest unschedulable verdict (its `details["reasons"]`, or None when the provisioner has not given
-    one yet): both views, per NodePool and per pod (see above)."""
-    counts: dict[str, int] = defaultdict(int)
-    for reasons in verdicts:
-        if reasons is None:
-            counts[WAITING] += 1
-            counts[POD_PREFIX + WAITING] += 1
-            continue
-        for item in reasons:
-            if isinstance(item, Mapping):
-                counts[f"nodepool {item.get('nodepool')}: {item.get('reason')}"] += 1
-        counts[POD_PREFIX + deciding_reason(reasons)] += 1
-    return dict(counts)
-
 
 @dataclass(frozen=True)
 class ReasonsPoint:

@@ -16,8 +16,10 @@ from django.utils import timezone
 from django.views.decorators.http import require_GET
 
 from console.backends.factory import cluster_backend
+from console.control.live_cluster import NodeRow
 from console.dashboards import charts, selectors
 from console.fleet.models import Decision
+from console.telemetry import reasons
 
 log = logging.getLogger(__name__)
 
@@ -26,7 +28,7 @@ log = logging.getLogger(__name__)
 NODE_LIMIT = 100
 
 
-def _live_nodes(request: HttpRequest, now: datetime) -> list[selectors.NodeRow] | None:
+def _live_nodes(request: HttpRequest, now: datetime) -> list[NodeRow] | None:
     """The live cluster's nodes, or None (and a message on the page) when the cluster cannot be read:
     the pages still draw everything the samples hold."""
     try:
@@ -146,7 +148,7 @@ def unschedulable(request: HttpRequest) -> HttpResponse:
                             x_range=_span(window, now))]
     pending = selectors.pending_now(nodepool=pool, now=now)
     for p in pending:
-        p["deciding"] = selectors.deciding_reason(p["reasons"])
+        p["deciding"] = reasons.deciding_reason(p["reasons"])
     return render(request, "dashboards/unschedulable.html", _ctx(
         request, "unschedulable", window, pool, figures=figures, pending=pending))
 

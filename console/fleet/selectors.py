@@ -9,6 +9,7 @@ from typing import Any
 from django.db.models import Q, QuerySet
 
 from console.fleet.models import ChangeRecord, Decision, EC2NodeClass, NodeClaim, NodePool
+from console.telemetry.models import NodePoolProblem
 from packing.quantity import QuantityError, format_quantity, parse_quantity
 
 
@@ -21,7 +22,7 @@ class PoolUsage:
     cost_per_hour: Decimal
     usage: dict[str, int]            # milli-units of node capacity launched (what limits count)
     limits: dict[str, int | None]    # milli-units, None where the pool sets no limit
-    # Why a control loop could not use the pool on its last run (console.control.models.NodePoolProblem).
+    # Why a control loop could not use the pool on its last run (console.telemetry.models.NodePoolProblem).
     problems: list[Any] = field(default_factory=list)
 
     def rows(self) -> list[dict[str, Any]]:
@@ -58,8 +59,6 @@ def nodepool_list(*, queryset: QuerySet[NodePool] | None = None) -> list[PoolUsa
     per_pool: dict[str, list[dict[str, Any]]] = {}
     for claim in claims:
         per_pool.setdefault(claim["nodepool_name"], []).append(claim)
-    from console.control.models import NodePoolProblem
-
     problems: dict[str, list[NodePoolProblem]] = {}
     for problem in NodePoolProblem.objects.filter(nodepool__in=[p.name for p in pools]):
         problems.setdefault(problem.nodepool, []).append(problem)

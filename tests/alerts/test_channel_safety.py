@@ -20,8 +20,8 @@ from console.alerts import messages, services
 from console.alerts.destinations import url_problem
 from console.alerts.models import AlertEvent, AlertRule, Channel
 from console.alerts.transports import MAX_ERROR, deliver
-from console.control.models import MetricSample
 from console.fleet.models import NodePool
+from console.telemetry.models import MetricSample
 from tests.alerts.conftest import SlackDouble
 from tests.console_pages import nodeclass, pool  # noqa: F401
 

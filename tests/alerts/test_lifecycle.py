@@ -11,8 +11,8 @@ import pytest
 
 from console.alerts import messages, services
 from console.alerts.models import AlertEvent, AlertRule, AlertState, Channel
-from console.control.models import MetricSample
 from console.fleet.models import Decision
+from console.telemetry.models import MetricSample
 from tests.alerts.conftest import SlackDouble
 
 NOW = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)

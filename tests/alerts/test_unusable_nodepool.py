@@ -12,9 +12,9 @@ import pytest
 
 from console.alerts import services
 from console.alerts.models import AlertEvent, AlertRule, Channel
-from console.control.models import NodePoolProblem
 from console.control.provisioning import provision_run
 from console.fleet.models import NodePool
+from console.telemetry.models import NodePoolProblem
 from tests.simulation.conftest import advance, loop_world, on_demand_pool, pod
 
 pytestmark = pytest.mark.django_db

@@ -10,10 +10,11 @@ import pytest
 
 from console.control.disruption import disrupt_run
 from console.control.lifecycle import lifecycle_run
-from console.control.models import DisruptionAction, NodePoolProblem
+from console.control.models import DisruptionAction
 from console.control.provisioning import provision_run
 from console.fleet import services
 from console.fleet.models import Decision, NodeClaim, NodePool
+from console.telemetry.models import NodePoolProblem
 from tests.simulation.conftest import advance, loop_world, on_demand_pool, pod
 
 # Saved behind validation's back (an older release accepted them, or a direct DB write).

@@ -143,7 +143,7 @@ def test_capacity_errors_mark_offerings_unavailable_for_the_ttl(world: Any, sett
 
 def test_metrics_sample_cost_packing_and_pending(world: Any) -> None:
     from console.control.metrics import metrics_record
-    from console.control.models import MetricSample
+    from console.telemetry.models import MetricSample
 
     clock, config, cluster, cloud = world
     for i in range(3):
@@ -218,9 +218,9 @@ def test_empty_node_is_cordoned_drained_deleted_and_terminated(world: Any) -> No
 def test_the_loops_record_their_scheduling_time_and_the_disruption_method(world: Any) -> None:
     """/metrics reads both from the database: karpenter_scheduler_scheduling_duration_seconds per
     controller, and consolidation_type from the engine's method rather than the action's shape."""
-    from console.dashboards import loop_stats
-    from console.dashboards.models import DurationStat
     from console.fleet.models import NodePool
+    from console.telemetry import loop_stats
+    from console.telemetry.models import DurationStat
 
     clock, config, cluster, cloud = world
     services.nodepool_update(nodepool=NodePool.objects.get(name="general"),

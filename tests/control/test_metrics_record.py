@@ -14,11 +14,10 @@ from django.contrib.auth.models import User
 from console import adapters
 from console.control import metrics
 from console.control.metrics import metrics_record
-from console.control.models import MetricSample
 from console.dashboards import selectors
-from console.dashboards.models import MetricRollup
 from console.fleet import services
 from console.simulation.cluster import SimulatedCluster
+from console.telemetry.models import MetricRollup, MetricSample
 from packing.instancetype import InstanceType, Offering
 from packing.resources import Resources
 from tests.console_pages import NODECLASS

@@ -11,9 +11,9 @@ from django.contrib.auth.models import User
 from django.test import Client
 
 from console.access import OPERATOR, VIEWER
-from console.control.models import MetricSample
 from console.fleet.models import Decision, NodeClaim
 from console.simulation.cluster import SimulatedCluster
+from console.telemetry.models import MetricSample
 from tests.simulation.conftest import node, pod
 from tests.users import make_user
 

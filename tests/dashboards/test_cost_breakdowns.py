@@ -10,7 +10,8 @@ from typing import Any
 import pytest
 from django.test import Client
 
-from console.dashboards import selectors, services
+from console.dashboards import selectors
+from console.telemetry import services
 from tests.dashboards.conftest import CLUSTER, POOL_A, POOL_B, build_fleet, build_history, claim, sample
 
 NOW = datetime(2026, 1, 15, 12, 0, tzinfo=UTC)

@@ -17,11 +17,12 @@ from django.utils import timezone
 from prometheus_client.parser import text_string_to_metric_families
 
 from console.control.models import DisruptionAction
-from console.dashboards import live_metrics, loop_stats, pod_startup
+from console.dashboards import live_metrics
 from console.dashboards.exposition import Exposition
 from console.dashboards.ledger_metrics import consolidation_type, nodeclaim_reason
 from console.fleet import services
 from console.fleet.models import Decision, NodeClaim
+from console.telemetry import loop_stats, pod_startup
 from tests.console_pages import NODECLASS
 from tests.dashboards.conftest import build_fleet
 
@@ -75,7 +76,7 @@ def catalog_price(itype: str, zone: str, capacity_type: str) -> float:
     from django.conf import settings
 
     from console import adapters
-    from console.dashboards.selectors import offering_price
+    from console.control.live_cluster import offering_price
 
     price, _ = offering_price({t.name: t for t in adapters.instance_types(settings.LOADMASTER_AWS_REGION)},
                               itype, zone, capacity_type)
@@ -274,7 +275,7 @@ def test_termination_duration_summary(viewer_client: Client, operator: User) -> 
 
 
 def test_pod_startups_recorded_once_and_pruned_into_the_carry(viewer_client: Client, operator: User) -> None:
-    from console.dashboards.models import PodStartup
+    from console.telemetry.models import PodStartup
 
     now = timezone.now().replace(microsecond=0)
 
@@ -336,7 +337,7 @@ def test_loop_runs_are_counted_in_the_database(viewer_client: Client, operator: 
 
 def test_the_loop_tasks_are_timed_per_controller(db: Any, settings: Any) -> None:
     from console.control import tasks
-    from console.dashboards.models import DurationStat
+    from console.telemetry.models import DurationStat
 
     settings.LOADMASTER_CLUSTER_NAME = "test"
     tasks.interruption()                 # an empty queue: one quick, successful run
@@ -374,7 +375,7 @@ def test_loadmaster_gauges(viewer_client: Client, fleet: None) -> None:
 
 
 def test_lower_bound_gauge_only_where_known(viewer_client: Client, fleet: None) -> None:
-    from console.control.models import MetricSample
+    from console.telemetry.models import MetricSample
 
     last = MetricSample.objects.filter(nodepool="").latest("at")
     MetricSample.objects.filter(at=last.at, nodepool="").update(lower_bound_per_hour=Decimal("1.25"))
@@ -384,7 +385,7 @@ def test_lower_bound_gauge_only_where_known(viewer_client: Client, fleet: None) 
 
 
 def test_unusable_nodepools_gauge(viewer_client: Client, fleet: None) -> None:
-    from console.control.models import NodePoolProblem
+    from console.telemetry.models import NodePoolProblem
 
     now = timezone.now()
     NodePoolProblem.objects.create(nodepool="a", loop=NodePoolProblem.DISRUPT, reason="no instance type fits",

@@ -10,7 +10,8 @@ import pytest
 from django.test import Client
 from django.utils import timezone
 
-from console.dashboards import charts, selectors, services
+from console.dashboards import charts, selectors
+from console.telemetry import reasons, services
 from tests.dashboards.conftest import CLUSTER, sample
 
 NOW = datetime(2026, 1, 15, 12, 0, tzinfo=UTC)
@@ -23,23 +24,23 @@ THREE_POOLS = [{"nodepool": "gpu", "reason": "taint nvidia.com/gpu=true:NoSchedu
 
 def four_pods() -> dict[str, int]:
     """What record_metrics stores for 4 pending pods: 3 refused by three pools, 1 not looked at yet."""
-    return selectors.pending_reason_counts([THREE_POOLS, THREE_POOLS, THREE_POOLS, None])
+    return reasons.pending_reason_counts([THREE_POOLS, THREE_POOLS, THREE_POOLS, None])
 
 
 def test_deciding_reason_prefers_the_pool_that_came_closest() -> None:
-    assert selectors.deciding_reason(THREE_POOLS) == "nodepool default: limit cpu=100 would be exceeded (in use 98)"
-    assert selectors.deciding_reason(THREE_POOLS[::3]) == THREE_POOLS[0]["reason"].join(["nodepool gpu: ", ""])
+    assert reasons.deciding_reason(THREE_POOLS) == "nodepool default: limit cpu=100 would be exceeded (in use 98)"
+    assert reasons.deciding_reason(THREE_POOLS[::3]) == THREE_POOLS[0]["reason"].join(["nodepool gpu: ", ""])
     # same kind of reason: the scheduler's order (highest weight first) decides
     two = [{"nodepool": "x", "reason": "taint a:NoSchedule not tolerated"},
            {"nodepool": "y", "reason": "taint b:NoSchedule not tolerated"}]
-    assert selectors.deciding_reason(two) == "nodepool x: taint a:NoSchedule not tolerated"
-    assert selectors.deciding_reason([]) == selectors.NO_REASON
-    assert selectors.deciding_reason([{"nodepool": "", "reason": "no nodepool is defined"}]) == "no nodepool is defined"
+    assert reasons.deciding_reason(two) == "nodepool x: taint a:NoSchedule not tolerated"
+    assert reasons.deciding_reason([]) == reasons.NO_REASON
+    assert reasons.deciding_reason([{"nodepool": "", "reason": "no nodepool is defined"}]) == "no nodepool is defined"
 
 
 def test_stored_counts_hold_both_views() -> None:
     counts = four_pods()
-    per_pod = {k: v for k, v in counts.items() if k.startswith(selectors.POD_PREFIX)}
+    per_pod = {k: v for k, v in counts.items() if k.startswith(reasons.POD_PREFIX)}
     assert sum(per_pod.values()) == 4
     assert per_pod == {"pod: nodepool default: limit cpu=100 would be exceeded (in use 98)": 3,
                        "pod: waiting for the provisioner": 1}
@@ -64,7 +65,7 @@ def test_older_samples_count_their_pending_pods_once(db: Any) -> None:
     sample(NOW, "", CLUSTER, pods_pending=2, unschedulable_reasons={"nodepool a: limit cpu=8 would be exceeded": 2,
                                                                     "nodepool b: taint x:NoSchedule not tolerated": 2})
     (point,) = selectors.reasons_points(window="1h", now=NOW)
-    assert point.per_pod == {selectors.NOT_RECORDED: 2.0}
+    assert point.per_pod == {reasons.NOT_RECORDED: 2.0}
     assert sum(point.per_pool.values()) == 4.0
 
 

@@ -10,9 +10,9 @@ from typing import Any
 
 import pytest
 
-from console.control.models import MetricSample
-from console.dashboards import selectors, services
-from console.dashboards.models import MetricRollup
+from console.dashboards import selectors
+from console.telemetry import services
+from console.telemetry.models import MetricRollup, MetricSample
 
 NOW = datetime(2026, 1, 15, 12, 37, tzinfo=UTC)  # mid-hour on purpose
 pytestmark = pytest.mark.django_db

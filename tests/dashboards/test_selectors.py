@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from console.control import live_cluster
 from console.dashboards import selectors
 from tests.dashboards.conftest import CLUSTER, build_fleet, sample
 
@@ -78,10 +79,10 @@ def test_node_view_reads_the_live_cluster(fleet: None) -> None:
 
 
 def test_capacity_type_labels() -> None:
-    assert selectors.capacity_type_of({"karpenter.sh/capacity-type": "spot"}) == "spot"
-    assert selectors.capacity_type_of({"eks.amazonaws.com/capacityType": "SPOT"}) == "spot"
-    assert selectors.capacity_type_of({"eks.amazonaws.com/capacityType": "weird"}) == ""
-    assert selectors.capacity_type_of({}) == ""
+    assert live_cluster.capacity_type_of({"karpenter.sh/capacity-type": "spot"}) == "spot"
+    assert live_cluster.capacity_type_of({"eks.amazonaws.com/capacityType": "SPOT"}) == "spot"
+    assert live_cluster.capacity_type_of({"eks.amazonaws.com/capacityType": "weird"}) == ""
+    assert live_cluster.capacity_type_of({}) == ""
 
 
 def test_minute_history_and_derived_series(fleet: None) -> None:

@@ -19,12 +19,6 @@ PACKAGES = ("packing", "console")
 # Known uses in files other helpers of issue 15 are rewriting (the scheduler split, the dashboards); the lead
 # empties this list at merge. Each entry is a line of violations(); the test fails when one no longer occurs, so
 # that the list only shrinks.
-KNOWN: frozenset[str] = frozenset({
-    "console/dashboards/bench.py: _BOUND_CACHE (attribute of console.control.metrics)",
-    "console/dashboards/live_metrics.py: _LIVE_READ (attribute of console.dashboards.selectors)",
-    "console/dashboards/metrics_bench.py: _generate (attribute of console.dashboards.bench)",
-    "console/dashboards/metrics_bench.py: _setup (attribute of console.dashboards.bench)",
-})
 
 
 def _private(name: str) -> bool:
@@ -118,13 +112,8 @@ def violations(root: Path = ROOT, packages: tuple[str, ...] = PACKAGES) -> list[
 
 def test_no_module_uses_another_modules_private_names() -> None:
     found = set(violations())
-    new = sorted(found - KNOWN)
+    new = sorted(found)
     assert not new, "private names used across modules (make them public):\n" + "\n".join(new)
-
-
-def test_the_known_list_only_shrinks() -> None:
-    gone = sorted(KNOWN - set(violations()))
-    assert not gone, "no longer used: remove from KNOWN:\n" + "\n".join(gone)
 
 
 def test_the_walk_sees_each_way_of_reaching_a_private_name(tmp_path: Path) -> None:

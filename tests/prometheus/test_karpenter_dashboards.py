@@ -20,9 +20,10 @@ import pytest
 import yaml
 from django.utils import timezone
 
-from console.dashboards import live_metrics, loop_stats
+from console.dashboards import live_metrics
 from console.fleet.models import Decision, NodeClaim
 from console.simulation.config import SimulationConfig
+from console.telemetry import loop_stats
 from tests.prometheus.harness import ConsoleServer, Prometheus, running
 from tests.simulation.conftest import Clock, pod
 
@@ -249,8 +250,8 @@ def test_every_panel_query_of_the_dashboards_returns_series(settings: Any, tmp_p
         assert not problems, "\n".join(problems)
 
         # The figures agree with the console's own.
-        from console.control.models import MetricSample
         from console.dashboards import selectors
+        from console.telemetry.models import MetricSample
 
         last = MetricSample.objects.filter(nodepool="").latest("at")
         live_nodes = len(world.cluster.list_nodes()[0])

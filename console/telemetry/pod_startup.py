@@ -17,7 +17,7 @@ from django.db import transaction
 from django.db.models import Count, F, Sum
 from django.utils.dateparse import parse_datetime
 
-from console.dashboards.models import PodStartup, SummaryCarry
+from console.telemetry.models import PodStartup, SummaryCarry
 
 METRIC = "karpenter_pods_startup_duration_seconds"
 SUMMARY_WINDOW = timedelta(minutes=10)

@@ -19,7 +19,7 @@ from typing import Any, TypeVar
 from django.db import transaction
 from django.db.models import F
 
-from console.dashboards.models import DurationBucket, DurationStat
+from console.telemetry.models import DurationBucket, DurationStat
 
 log = logging.getLogger(__name__)
 

@@ -1,9 +1,49 @@
-"""Hourly rollups of the per-minute MetricSample rows, so long windows read 24 rows a day per pool
-instead of 1,440 and minute samples can be pruned (see console.dashboards.services)."""
+"""What the control loops record about the cluster and about themselves, for the dashboards, the
+alerts, the NodePool pages and /metrics to read: one sample per minute and per NodePool and its
+hourly rollups, the loops' run durations, the pods' startup times, and the NodePools a loop could not
+use.
+
+The models moved here from console.control and console.dashboards; each keeps its table
+(``Meta.db_table``), so an existing database keeps its rows (migrations/0001_initial.py)."""
 
 from __future__ import annotations
 
 from django.db import models
+
+
+class MetricSample(models.Model):
+    """One minute of one NodePool (nodepool "" is the whole cluster): what the dashboards and alerts
+    read. Costs are per hour; cpu in millicores, memory in bytes."""
+
+    at = models.DateTimeField(db_index=True)
+    nodepool = models.CharField(max_length=63, blank=True, default="")
+    nodes = models.PositiveIntegerField(default=0)
+    spot_nodes = models.PositiveIntegerField(default=0)
+    cost_per_hour = models.DecimalField(max_digits=14, decimal_places=6, default=0)
+    # What the same nodes would cost on-demand: the base of the spot-savings figures.
+    on_demand_cost_per_hour = models.DecimalField(max_digits=14, decimal_places=6, default=0)
+    # True when any price in the sample is an estimate (offline spot prices) or unknown.
+    estimated = models.BooleanField(default=False)
+    unpriced_nodes = models.PositiveIntegerField(default=0)
+    cpu_allocatable = models.BigIntegerField(default=0)
+    cpu_requested = models.BigIntegerField(default=0)
+    memory_allocatable = models.BigIntegerField(default=0)
+    memory_requested = models.BigIntegerField(default=0)
+    pods = models.PositiveIntegerField(default=0)
+    pods_pending = models.PositiveIntegerField(default=0)
+    # {"nodepool default: limit cpu=100 would be exceeded": 3, ...} for the pods pending now.
+    unschedulable_reasons = models.JSONField(default=dict, blank=True)
+    # The provisioning engine's lower bound ($/h) on any plan for the pods running now (see
+    # console.control.metrics). Null when it could not be computed: never read as $0.
+    lower_bound_per_hour = models.DecimalField(max_digits=14, decimal_places=6, null=True, blank=True)
+
+    class Meta:
+        db_table = "control_metricsample"  # the table it had before it moved here: existing rows stay
+        constraints = [models.UniqueConstraint(fields=["at", "nodepool"], name="one_sample_per_minute_and_pool")]
+        indexes = [models.Index(fields=["nodepool", "at"])]
+
+    def __str__(self) -> str:
+        return f"{self.at:%Y-%m-%d %H:%M} {self.nodepool or 'cluster'} ${self.cost_per_hour}/h"
 
 
 class MetricRollup(models.Model):
@@ -36,6 +76,7 @@ class MetricRollup(models.Model):
     unschedulable_reasons_sum = models.JSONField(default=dict, blank=True)
 
     class Meta:
+        db_table = "dashboards_metricrollup"  # the table it had before it moved here: existing rows stay
         constraints = [models.UniqueConstraint(fields=["hour", "nodepool"], name="one_rollup_per_hour_and_pool")]
         indexes = [models.Index(fields=["nodepool", "hour"])]
 
@@ -45,7 +86,7 @@ class MetricRollup(models.Model):
 
 class DurationStat(models.Model):
     """Cumulative figures of one timed operation of one control loop, kept in the database so every
-    web process serves the same counters (see console.dashboards.loop_stats). ``metric`` is
+    web process serves the same counters (see console.telemetry.loop_stats). ``metric`` is
     "reconcile" (a whole task run: controller_runtime_reconcile_*) or "scheduling" (the engine's
     simulation inside a loop: karpenter_scheduler_scheduling_duration_seconds)."""
 
@@ -56,6 +97,7 @@ class DurationStat(models.Model):
     seconds_sum = models.FloatField(default=0.0)
 
     class Meta:
+        db_table = "dashboards_durationstat"  # the table it had before it moved here: existing rows stay
         constraints = [models.UniqueConstraint(fields=["metric", "controller"], name="one_duration_stat")]
 
     def __str__(self) -> str:
@@ -72,6 +114,7 @@ class DurationBucket(models.Model):
     count = models.BigIntegerField(default=0)
 
     class Meta:
+        db_table = "dashboards_durationbucket"  # the table it had before it moved here: existing rows stay
         constraints = [models.UniqueConstraint(fields=["metric", "controller", "le"], name="one_duration_bucket")]
 
     def __str__(self) -> str:
@@ -86,6 +129,9 @@ class PodStartup(models.Model):
     started_at = models.DateTimeField(db_index=True)
     seconds = models.FloatField()
 
+    class Meta:
+        db_table = "dashboards_podstartup"  # the table it had before it moved here: existing rows stay
+
     def __str__(self) -> str:
         return f"{self.uid} ready after {self.seconds:.1f} s"
 
@@ -98,5 +144,34 @@ class SummaryCarry(models.Model):
     count = models.BigIntegerField(default=0)
     seconds_sum = models.FloatField(default=0.0)
 
+    class Meta:
+        db_table = "dashboards_summarycarry"  # the table it had before it moved here: existing rows stay
+
     def __str__(self) -> str:
         return f"{self.metric}: {self.count} pruned observations"
+
+
+class NodePoolProblem(models.Model):
+    """A NodePool a control loop could not use on its last run (its rows could not be turned into
+    engine objects, or the engine reported it unusable), with why. The loop keeps serving every other
+    pool; the row goes when the pool is usable again. Read by the pool's page and by /metrics
+    (``loadmaster_nodepool_unusable``)."""
+
+    PROVISION = "provision"
+    DISRUPT = "disrupt"
+    LOOPS = [(PROVISION, "provision"), (DISRUPT, "disrupt")]
+
+    nodepool = models.CharField(max_length=63)
+    loop = models.CharField(max_length=16, choices=LOOPS)
+    reason = models.TextField()
+    since = models.DateTimeField()       # first run that found this reason
+    seen_at = models.DateTimeField()     # last run that found it
+
+    class Meta:
+        db_table = "control_nodepoolproblem"  # the table it had before it moved here: existing rows stay
+        constraints = [models.UniqueConstraint(fields=["nodepool", "loop"], name="one_problem_per_pool_and_loop")]
+        ordering = ["nodepool", "loop"]
+
+    def __str__(self) -> str:
+        return f"{self.nodepool} unusable for {self.loop}: {self.reason}"
+

@@ -1,4 +1,4 @@
-"""Writes of the dashboards app: the hourly rollups of the minute samples and the pruning of old
+"""Writes of the telemetry app: the hourly rollups of the minute samples and the pruning of old
 minute samples. Both are idempotent; metrics_record calls them every minute and they only do work
 once an hour has ended."""
 
@@ -10,9 +10,8 @@ from django.conf import settings
 from django.db import transaction
 from django.db.models import Max, Min
 
-from console.control.models import MetricSample
-from console.dashboards import selectors
-from console.dashboards.models import MetricRollup
+from console.telemetry import selectors
+from console.telemetry.models import MetricRollup, MetricSample
 
 
 def metric_rollups_write(*, since: datetime, until: datetime) -> int:
