@@ -35,6 +35,7 @@ __all__ = [
     "insufficient_resources",
     "limit_exceeded",
     "limits_exceeded",
+    "min_values_not_met",
     "no_domain",
     "no_instance_type_large_enough",
     "no_nodepool",
@@ -85,6 +86,9 @@ class ReasonKind(StrEnum):
     # selector, max_skew (spread only); or topology_key alone when no domain is left
     TOPOLOGY = "topology"
     HOST_PORT = "host_port"  # port, protocol
+    # a NodePool requirement's minValues that the instance types left to the NodeClaim cannot meet (policy
+    # Strict): key, min_values, remaining (how many distinct values are left), values (those left, sorted)
+    MIN_VALUES = "min_values"
     NODE_AFFINITY = "node_affinity"  # an existing node's labels match none of the pod's terms; {}
     CONSTRAINTS = "constraints"  # each constraint passes alone but no type satisfies all together; {}
     # requests beyond the largest amount the engine computes with; nodepool "": resources, requests_milli,
@@ -324,6 +328,17 @@ def node_affinity(nodepool: str) -> Reason:
 def host_port_in_use(nodepool: str, port: int, protocol: str) -> Reason:
     return Reason(
         ReasonKind.HOST_PORT, nodepool, {"port": port, "protocol": protocol}, f"host port {port}/{protocol} in use"
+    )
+
+
+def min_values_not_met(nodepool: str, key: str, minimum: int, remaining: Sequence[str]) -> Reason:
+    shown = ", ".join(remaining[:10]) + (", …" if len(remaining) > 10 else "")
+    left = f"{len(remaining)} remain ({shown})" if remaining else "none remain"
+    return Reason(
+        ReasonKind.MIN_VALUES,
+        nodepool,
+        {"key": key, "min_values": minimum, "remaining": len(remaining), "values": tuple(remaining)},
+        f"minValues {minimum} on {key} not met: {left}",
     )
 
 

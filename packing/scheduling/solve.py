@@ -38,6 +38,7 @@ from packing.scheduling.explain import explain
 from packing.scheduling.firstfit import FirstFitIndex
 from packing.scheduling.fit import Fit, Refusal
 from packing.scheduling.limits import LimitUsage
+from packing.scheduling.minvalues import MinValuesPolicy, keep_min_values
 from packing.scheduling.nodeclaim import NodeClaim
 from packing.scheduling.preferences import PodContext
 from packing.scheduling.queue import largest_first
@@ -82,6 +83,10 @@ class Solve:
             keyset.update(ds.pod.requests)
         self.keys = tuple(sorted(keyset))
         self.tpls = s.templates(self.keys)
+        # minValues (packing.scheduling.minvalues): claims of pools with a minimum are narrowed pod by pod, so
+        # every pod goes through the pod-by-pod path when some pool has one
+        self.strict_min_values = s.min_values_policy == MinValuesPolicy.STRICT
+        self.any_min_values = any(tpl.base.min_values() for tpl in self.tpls)
         self.pods = list(pods)
         if beyond:
             for p in beyond:
@@ -183,7 +188,7 @@ class Solve:
         return hit
 
     def _is_constrained(self, ctx: PodContext) -> bool:
-        if ctx.owned or ctx.pod.host_ports:
+        if ctx.owned or ctx.pod.host_ports or self.any_min_values:
             return True
         if not self.topo.groups:
             return False  # no pod or node has a topology constraint: nothing can select this pod
@@ -245,7 +250,7 @@ class Solve:
                 if not idx.size:
                     continue
                 name = self.new_claim_name(tpl.name)
-                claim = NodeClaim(name, tpl, tpl.base, idx)
+                claim = NodeClaim(name, tpl, tpl.base, idx, strict_min_values=self.strict_min_values)
                 res = claim.can_add(ctx, self.topo)
                 if isinstance(res, Fit):
                     break
@@ -348,7 +353,7 @@ class Solve:
         alloc_cache: dict[str, Resources] = {}
         claims = list(self.claims)
         options_of = self._alternatives(claims)
-        for claim, names in zip(claims, options_of, strict=True):
+        for claim, (names, kept_min) in zip(claims, options_of, strict=True):
             assert claim.chosen is not None and claim.offering is not None
             o, off = claim.chosen, claim.offering
             lk = (claim.tpl.name, o.it.name, off.zone, off.capacity_type, claim.reqs)
@@ -387,6 +392,7 @@ class Solve:
                     pods=list(claim.pods),
                     requests=used,
                     allocatable=allocatable,
+                    min_values_relaxed=claim.min_values_relaxed or not kept_min,
                 )
             )
         for node in self.nodes:
@@ -399,16 +405,21 @@ class Solve:
             res.solve_seconds = time.perf_counter() - self.started
         return res
 
-    def _alternatives(self, claims: Sequence[NodeClaim]) -> list[list[str]]:
+    def _alternatives(self, claims: Sequence[NodeClaim]) -> list[tuple[list[str], bool]]:
         """Per claim: its chosen type, then the other types that hold its pods, cheapest first (spot
-        first), at most MAX_OPTIONS in all. Claims with the same pool and requirements share one ranked
-        table and are tested against it together, one numpy comparison per block of types."""
+        first), at most MAX_OPTIONS in all, and whether the list keeps the requirements' minValues. Claims
+        with the same pool and requirements share one ranked table and are tested against it together, one
+        numpy comparison per block of types."""
         groups: dict[tuple[str, Requirements], list[int]] = {}
         for i, claim in enumerate(claims):
             groups.setdefault((claim.tpl.name, claim.base_reqs), []).append(i)
-        out: list[list[str]] = [[] for _ in claims]
+        out: list[tuple[list[str], bool]] = [([], True) for _ in claims]
         for members in groups.values():
             first = claims[members[0]]
+            if first.base_reqs.min_values():
+                for i in members:
+                    out[i] = self._alternatives_keeping_min_values(claims[i])
+                continue
             ordered_alloc_t, tnames, _ = first.tpl.ranked(first.base_reqs)
             used_t = (
                 np.array([claims[i].used for i in members], dtype=np.int64)
@@ -451,11 +462,24 @@ class Solve:
                 if name in names:
                     names.remove(name)
                     names.insert(0, name)
-                    out[i] = names
+                    out[i] = (names, True)
                 else:
                     names.insert(0, name)
-                    out[i] = names[:MAX_OPTIONS]
+                    out[i] = (names[:MAX_OPTIONS], True)
         return out
+
+    def _alternatives_keeping_min_values(self, claim: NodeClaim) -> tuple[list[str], bool]:
+        """A claim with minValues: every type that holds its pods is a candidate, and the MAX_OPTIONS cut keeps
+        each minimum (packing.scheduling.minvalues.keep_min_values)."""
+        assert claim.chosen is not None
+        tpl, reqs = claim.tpl, claim.base_reqs
+        alloc_t, _, order = tpl.ranked(reqs)
+        ok = np.ones(order.size, dtype=bool)
+        for r, u in enumerate(claim.used):
+            ok &= alloc_t[r] >= u
+        holders = [tpl.options[j] for j in order[ok].tolist()]
+        kept, met = keep_min_values(claim.chosen, holders, reqs, MAX_OPTIONS)
+        return [o.it.name for o in kept], met
 
 
     def explain(self, ctx: PodContext) -> list[Reason]:
