@@ -6,8 +6,8 @@ Intersection narrows a set; an empty intersection means two parties can never ag
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping
 import dataclasses
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from enum import StrEnum
 

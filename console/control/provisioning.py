@@ -261,7 +261,8 @@ def launch_lower_bound(sched: Scheduler, results: Results) -> float | None:
 
 def _solve(inputs: Inputs, catalog: Sequence[InstanceType], pools: Sequence[EnginePool]) -> tuple[Results, Scheduler]:
     # `Scheduler` by its name in this module: the tests that make one pool fail stand in for it here.
-    sched = Scheduler(pools, catalog, api.existing_nodes(inputs, catalog), inputs.running, inputs.daemonsets)
+    sched = Scheduler(pools, catalog, api.existing_nodes(inputs, catalog), inputs.running, inputs.daemonsets,
+                      min_values_policy=api.MinValuesPolicy(settings.LOADMASTER_MIN_VALUES_POLICY))
     return sched.solve(inputs.pending), sched
 
 
