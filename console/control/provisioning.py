@@ -129,6 +129,7 @@ def _save_plan(results: Results, pools_by_name: dict[str, NodePool], catalog: Se
             created_at=now,
         )
         claim._planned_pods = sorted(p.key for p in planned.pods)  # type: ignore[attr-defined]
+        claim._min_values_relaxed = planned.min_values_relaxed  # type: ignore[attr-defined]
         claims.append(claim)
     return claims
 
@@ -245,7 +246,10 @@ def _provision(cluster: ClusterBackend, cloud: CloudProvider, now: datetime) -> 
         _tally(outcome, claim.name, nodeclaim_launch(claim=claim, cloud=cloud, catalog=catalog, now=now,
                                                      pods=pods, why=why,
                                                      details={"plan_cost_per_hour": results.cost_per_hour,
-                                                              "lower_bound_per_hour": lower}))
+                                                              "lower_bound_per_hour": lower,
+                                                              **({"min_values_relaxed": True}
+                                                                 if claim._min_values_relaxed  # type: ignore[attr-defined]
+                                                                 else {})}))
     return outcome
 
 
