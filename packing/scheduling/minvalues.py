@@ -21,11 +21,12 @@ import numpy.typing as npt
 
 from packing.nodepool import CAPACITY_TYPE_LABEL, ZONE_LABEL
 from packing.requirements import MinValuesPolicy, Requirements
+from packing.scheduling.vectors import Vec
 
 if TYPE_CHECKING:
     from packing.scheduling.templates import PoolTemplate, TypeOption
 
-__all__ = ["MinValuesPolicy", "Shortfall", "keep_min_values", "shortfall", "type_values"]
+__all__ = ["MinValuesPolicy", "Shortfall", "holders", "keep_min_values", "shortfall", "type_values"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,6 +73,16 @@ def shortfall(tpl: PoolTemplate, reqs: Requirements, idx: npt.NDArray[np.int64])
     if not minima:
         return None
     return _shortfall_of((tpl.options[i] for i in idx.tolist()), minima, reqs)
+
+
+def holders(tpl: PoolTemplate, reqs: Requirements, used: Vec) -> npt.NDArray[np.int64]:
+    """Indices (into the pool's options, cheapest first) of the types with an offering for `reqs` whose
+    allocatable holds `used`: what a finalized claim's instance_type_options are drawn from."""
+    alloc_t, _, order = tpl.ranked(reqs)
+    ok = np.ones(order.size, dtype=bool)
+    for r, u in enumerate(used):
+        ok &= alloc_t[r] >= u
+    return order[ok]
 
 
 def keep_min_values(

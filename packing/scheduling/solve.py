@@ -83,8 +83,7 @@ class Solve:
             keyset.update(ds.pod.requests)
         self.keys = tuple(sorted(keyset))
         self.tpls = s.templates(self.keys)
-        # minValues (packing.scheduling.minvalues): claims of pools with a minimum are narrowed pod by pod, so
-        # every pod goes through the pod-by-pod path when some pool has one
+        # minValues (packing.scheduling.minvalues): see _keep_min_values_in_bulk
         self.strict_min_values = s.min_values_policy == MinValuesPolicy.STRICT
         self.any_min_values = any(tpl.base.min_values() for tpl in self.tpls)
         self.pods = list(pods)
@@ -188,7 +187,7 @@ class Solve:
         return hit
 
     def _is_constrained(self, ctx: PodContext) -> bool:
-        if ctx.owned or ctx.pod.host_ports or self.any_min_values:
+        if ctx.owned or ctx.pod.host_ports:
             return True
         if not self.topo.groups:
             return False  # no pod or node has a topology constraint: nothing can select this pod
@@ -325,13 +324,7 @@ class Solve:
                     self.errors[ctx.pod.key] = self.explain(ctx)
             elif not (self.nodes and self.try_existing(ctx)):
                 simple.append(ctx)
-        for claim in self.claims:
-            old = self.limits.max_capacity(claim)
-            claim.finalize()
-            self.limits.reserve(claim.tpl, old, -1)
-            assert claim.chosen is not None
-            self.limits.reserve(claim.tpl, claim.chosen.it.capacity)
-        self.claims.rebuild()
+        self._finalize_open_claims()
         rest: list[PodContext] = []
         if self.claims:
             for ctx in simple:
@@ -339,9 +332,49 @@ class Solve:
                     rest.append(ctx)
         else:
             rest = simple
-        for ctx in pack_in_bulk(self, rest):
+        before_bulk = len(self.claims)
+        failed = pack_in_bulk(self, rest)
+        if self.any_min_values and self.strict_min_values:
+            failed.extend(self._keep_min_values_in_bulk(before_bulk))
+        for ctx in failed:
             self.errors[ctx.pod.key] = self.explain(ctx)
         return self.results(lower_bound)
+
+    def _finalize_open_claims(self) -> None:
+        for claim in self.claims:
+            if claim.chosen is not None:
+                continue
+            old = self.limits.max_capacity(claim)
+            claim.finalize()
+            self.limits.reserve(claim.tpl, old, -1)
+            assert claim.chosen is not None
+            self.limits.reserve(claim.tpl, claim.chosen.it.capacity)
+        self.claims.rebuild()
+
+    def _keep_min_values_in_bulk(self, first: int) -> list[PodContext]:
+        """Strict minValues after bulk packing: a claim the cost packer made whose pods only types with too few
+        values of a key can hold is dissolved, and its pods are placed pod by pod (where each claim keeps the
+        minimum, or the pod is unschedulable on the pool). Returns the pods left unplaced."""
+        short = [
+            c
+            for c in self.claims.items[first:]
+            if c.has_min_values and c.min_values_shortfall(c.base_reqs, c.idx, c.used) is not None
+        ]
+        if not short:
+            return []
+        gone = {id(c) for c in short}
+        self.claims.items = [c for c in self.claims.items if id(c) not in gone]
+        self.claims.rebuild()
+        for c in short:
+            assert c.chosen is not None
+            self.limits.reserve(c.tpl, c.chosen.it.capacity, -1)
+        moved = {id(p) for c in short for p in c.pods}
+        failed: list[PodContext] = []
+        for ctx in largest_first([x for x in self.ctxs if id(x.pod) in moved], keys=self.keys):
+            if not self._schedule_constrained(ctx):
+                failed.append(ctx)
+        self._finalize_open_claims()
+        return failed
 
     def results(self, lower_bound: bool) -> Results:
         res = Results(

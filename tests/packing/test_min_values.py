@@ -220,3 +220,26 @@ def test_malformed_min_values_exits_2_naming_file_document_and_field(tmp_path: P
 def test_min_values_as_a_whole_float_is_read(tmp_path: Path) -> None:
     code, out, _ = run_cli(tmp_path, "2.0")
     assert code == 0 and len(json.loads(out)["nodeclaims"]) == 1
+
+
+def test_min_values_kept_by_the_cost_packer_leave_the_plan_as_it_was() -> None:
+    # a family minimum that every bin's types meet anyway: the bulk plan stands, claim for claim
+    from tests.engine_builders import catalog
+
+    pods = [pod(f"w{i}", "700m", "1500Mi") for i in range(40)]
+    plain = Scheduler([pool("default")], catalog()).solve(pods)
+    kept = Scheduler([pool("default", minimum(FAMILY, "Exists", 2))], catalog()).solve(pods)
+    assert [(c.instance_type, len(c.pods)) for c in kept.nodeclaims] == [
+        (c.instance_type, len(c.pods)) for c in plain.nodeclaims
+    ]
+    assert kept.cost_per_hour == plain.cost_per_hour
+    for c in kept.nodeclaims:
+        assert len(distinct(c.instance_type_options, catalog(), FAMILY)) >= 2 and not c.min_values_relaxed
+
+
+def test_bulk_claims_that_miss_the_minimum_are_replanned_pod_by_pod() -> None:
+    # the cost packer would put all four pods on one big-4x (cheapest), which leaves one instance type
+    p = pool("default", minimum(IT, "In", 2, "small-1x", "big-4x"))
+    res = Scheduler([p], two_types()).solve([pod(f"p{i}", "900m", "1Gi") for i in range(4)])
+    assert not res.unschedulable and len(res.nodeclaims) == 4
+    assert all(set(c.instance_type_options) == {"small-1x", "big-4x"} for c in res.nodeclaims)
