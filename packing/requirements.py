@@ -6,7 +6,6 @@ Intersection narrows a set; an empty intersection means two parties can never ag
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from enum import StrEnum
@@ -255,14 +254,6 @@ class Requirements(Mapping[str, Requirement]):
     def min_values(self) -> dict[str, int]:
         """Per key with a minValues: the minimum number of distinct values its NodeClaim's types must keep."""
         return {k: r.min_values for k, r in self._d.items() if r.min_values is not None}
-
-    def without_min_values(self) -> Requirements:
-        """The same requirements with every minValues dropped (BestEffort's relaxation, and caches' keys)."""
-        if not any(r.min_values is not None for r in self._d.values()):
-            return self
-        return Requirements(
-            r if r.min_values is None else dataclasses.replace(r, min_values=None) for r in self._d.values()
-        )
 
     def restricted(self, keys: Iterable[str]) -> Requirements:
         keep = set(keys)
