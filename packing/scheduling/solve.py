@@ -38,7 +38,7 @@ from packing.scheduling.explain import explain
 from packing.scheduling.firstfit import FirstFitIndex
 from packing.scheduling.fit import Fit, Refusal
 from packing.scheduling.limits import LimitUsage
-from packing.scheduling.minvalues import MinValuesPolicy, keep_min_values
+from packing.scheduling.minvalues import MinValuesPolicy, holders, keep_min_values
 from packing.scheduling.nodeclaim import NodeClaim
 from packing.scheduling.preferences import PodContext
 from packing.scheduling.queue import largest_first
@@ -355,11 +355,17 @@ class Solve:
         """Strict minValues after bulk packing: a claim the cost packer made whose pods only types with too few
         values of a key can hold is dissolved, and its pods are placed pod by pod (where each claim keeps the
         minimum, or the pod is unschedulable on the pool). Returns the pods left unplaced."""
-        short = [
-            c
-            for c in self.claims.items[first:]
-            if c.has_min_values and c.min_values_shortfall(c.base_reqs, c.idx, c.used) is not None
-        ]
+        misses: dict[tuple[str, Requirements, tuple[int, ...]], bool] = {}
+        short: list[NodeClaim] = []
+        for c in self.claims.items[first:]:
+            if not c.has_min_values:
+                continue
+            key = (c.tpl.name, c.base_reqs, c.used)
+            miss = misses.get(key)
+            if miss is None:
+                miss = misses[key] = c.min_values_shortfall(c.base_reqs, c.idx, c.used) is not None
+            if miss:
+                short.append(c)
         if not short:
             return []
         gone = {id(c) for c in short}
@@ -450,8 +456,16 @@ class Solve:
         for members in groups.values():
             first = claims[members[0]]
             if first.base_reqs.min_values():
+                # claims alike (same chosen type and requests, as bulk packing makes many) share one list
+                alike: dict[tuple[int, tuple[int, ...]], tuple[list[str], bool]] = {}
                 for i in members:
-                    out[i] = self._alternatives_keeping_min_values(claims[i])
+                    c = claims[i]
+                    assert c.chosen is not None
+                    key = (c.chosen.index, c.used)
+                    hit = alike.get(key)
+                    if hit is None:
+                        hit = alike[key] = self._alternatives_keeping_min_values(c)
+                    out[i] = (list(hit[0]), hit[1])
                 continue
             ordered_alloc_t, tnames, _ = first.tpl.ranked(first.base_reqs)
             used_t = (
@@ -506,12 +520,12 @@ class Solve:
         each minimum (packing.scheduling.minvalues.keep_min_values)."""
         assert claim.chosen is not None
         tpl, reqs = claim.tpl, claim.base_reqs
-        alloc_t, _, order = tpl.ranked(reqs)
-        ok = np.ones(order.size, dtype=bool)
-        for r, u in enumerate(claim.used):
-            ok &= alloc_t[r] >= u
-        holders = [tpl.options[j] for j in order[ok].tolist()]
-        kept, met = keep_min_values(claim.chosen, holders, reqs, MAX_OPTIONS)
+        order = holders(tpl, reqs, claim.used).tolist()
+        # the cheapest few blocks nearly always meet the minimum; the whole list only when they do not
+        head = [tpl.options[j] for j in order[: 4 * MAX_OPTIONS]]
+        kept, met = keep_min_values(claim.chosen, head, reqs, MAX_OPTIONS)
+        if not met and len(order) > len(head):
+            kept, met = keep_min_values(claim.chosen, [tpl.options[j] for j in order], reqs, MAX_OPTIONS)
         return [o.it.name for o in kept], met
 
 
