@@ -273,6 +273,10 @@ LOADMASTER_DASHBOARD_LIVE_SECONDS = env_int("LOADMASTER_DASHBOARD_LIVE_SECONDS",
 # Consolidation's repack move (Loadmaster's own, beyond Karpenter: k nodes replaced by several cheaper
 # ones). Off: only Karpenter's methods run, in the loop, the previews and the snapshot replays.
 LOADMASTER_CONSOLIDATION_REPACK = env_bool("LOADMASTER_CONSOLIDATION_REPACK", True)
+# A NodePool requirement's minValues when a NodeClaim cannot keep it (Karpenter's MinValuesPolicy): Strict
+# leaves the pods unschedulable on that pool, BestEffort relaxes the minimum. Read by the provision and disrupt
+# loops, the previews and the snapshot replays.
+LOADMASTER_MIN_VALUES_POLICY = env_choice("LOADMASTER_MIN_VALUES_POLICY", "Strict", ("Strict", "BestEffort"))
 
 # The simulated cluster and cloud (console.simulation). Floats are read and checked by the app;
 # a bad value fails `manage.py check` (simulation.E001).

@@ -63,6 +63,7 @@ from packing.planning import (
 from packing.pods import Pod
 from packing.podspec import parse_pod_spec
 from packing.quantity import QuantityError, format_quantity, parse_quantity
+from packing.requirements import MinValuesPolicy
 from packing.resources import Resources
 from packing.scheduling.reasons import MISMATCH_KINDS, Reason, ReasonKind
 from packing.scheduling.results import ExistingPlacement, PlannedNodeClaim, Results
@@ -86,6 +87,7 @@ __all__ = [
     "InstanceType",
     "KubeletError",
     "MinSavings",
+    "MinValuesPolicy",
     "NodeExplanation",
     "NodePool",
     "NotDisrupted",
@@ -139,6 +141,7 @@ __all__ = [
     "resolve_catalog",
     "skipped_notice",
     "unschedulable_json",
+    "with_min_values_policy",
 ]
 
 RefreshReport = live.RefreshReport
@@ -211,6 +214,11 @@ def fresh_extras(extras: Extras) -> Extras:
 
 
 # ---------------------------------------------------------------- bounds and explanations
+def with_min_values_policy(cluster: Cluster, policy: str) -> Cluster:
+    """The cluster with its replacements planned under this minValues policy ("Strict" or "BestEffort")."""
+    return dataclasses.replace(cluster, min_values_policy=MinValuesPolicy(policy))
+
+
 def launch_lower_bound(sched: Scheduler, results: Results) -> float:
     """A lower bound ($/h) on any set of new nodes for the pods this plan launches NodeClaims for.
 

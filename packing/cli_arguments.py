@@ -1,5 +1,5 @@
-"""What the dry-run commands (plan, consolidate) read the same way: FILE..., --catalog, --region and
---max-input-bytes, and the exit contract of their usage errors."""
+"""What the dry-run commands (plan, consolidate) read the same way: FILE..., --catalog, --region,
+--max-input-bytes and --min-values-policy, and the exit contract of their usage errors."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ import argparse
 import sys
 
 from packing.documents import DEFAULT_MAX_INPUT_BYTES, ByteBudget
+from packing.requirements import MinValuesPolicy
 
 __all__ = ["CliParser", "add_input_arguments", "input_budget"]
 
@@ -31,7 +32,8 @@ def _byte_count(text: str) -> int:
 
 
 def add_input_arguments(p: argparse.ArgumentParser) -> None:
-    """FILE..., --catalog, --region and --max-input-bytes: what plan and consolidate read the same way."""
+    """FILE..., --catalog, --region, --max-input-bytes and --min-values-policy: what plan and consolidate read
+    the same way."""
     p.add_argument(
         "files", nargs="+", metavar="FILE", help="YAML or JSON files with Kubernetes objects ('-' = stdin)"
     )
@@ -43,6 +45,15 @@ def add_input_arguments(p: argparse.ArgumentParser) -> None:
         default=DEFAULT_MAX_INPUT_BYTES,
         metavar="N",
         help=f"refuse input files larger than N bytes in all (default {DEFAULT_MAX_INPUT_BYTES}, 64 MiB; 0: no limit)",
+    )
+    p.add_argument(
+        "--min-values-policy",
+        type=MinValuesPolicy,
+        choices=list(MinValuesPolicy),
+        default=MinValuesPolicy.STRICT,
+        metavar="{Strict,BestEffort}",
+        help="when a NodeClaim cannot keep a requirement's minValues: Strict (default) leaves its pods "
+        "unschedulable on that pool, BestEffort relaxes the minimum and marks the NodeClaim min_values_relaxed",
     )
 
 

@@ -12,6 +12,7 @@ from the same objects), pod specs are read by packing.podspec and files by packi
 
 from __future__ import annotations
 
+import dataclasses
 import sys
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -45,7 +46,7 @@ from packing.nodepool import (
 )
 from packing.pods import IgnoredPod, LabelSelector, Pod
 from packing.podspec import label_selector, parse_pod_spec, requirement, scheduling_gates, taints
-from packing.requirements import Requirements
+from packing.requirements import Requirement, Requirements
 from packing.resources import Resources
 from packing.yamlinput import brief
 
@@ -250,6 +251,24 @@ def _nodeclaim(doc: Mapping[str, Any], out: Inputs, where: str) -> None:
     out.nodeclaims.append((spec_obj, node_name))
 
 
+MAX_MIN_VALUES = 50  # Karpenter's CRD bound on a requirement's minValues
+
+
+def pool_requirement(d: Any, path: str) -> Requirement:
+    """A NodePool requirement: a node selector requirement plus its optional minValues (1 to 50; with In, at
+    most as many as the values given), as Karpenter's CRD validates it."""
+    r = requirement(d, path)
+    mv_raw = as_object(d, path).get("minValues")
+    if mv_raw is None:
+        return r
+    if isinstance(mv_raw, float) and mv_raw.is_integer():
+        mv_raw = int(mv_raw)  # YAML 2.0, as the console stores it
+    mv = as_int(mv_raw, f"{path}.minValues", 0, lo=1, hi=MAX_MIN_VALUES)
+    if r.operator == "In" and mv > len(r.values):
+        raise FieldError(f"{path}.minValues", f"minValues {mv} needs at least {mv} values, {len(r.values)} given")
+    return dataclasses.replace(r, min_values=mv)
+
+
 def _nodepool(doc: Mapping[str, Any], out: Inputs, where: str) -> None:
     meta, name, _ = _meta(doc)
     spec = as_object(doc.get("spec"), "spec")
@@ -257,7 +276,7 @@ def _nodepool(doc: Mapping[str, Any], out: Inputs, where: str) -> None:
     tspec = as_object(tmpl.get("spec"), "spec.template.spec")
     tmeta = as_object(tmpl.get("metadata"), "spec.template.metadata")
     reqs = Requirements(
-        requirement(r, f"spec.template.spec.requirements[{i}]")
+        pool_requirement(r, f"spec.template.spec.requirements[{i}]")
         for i, r in enumerate(as_list(tspec.get("requirements"), "spec.template.spec.requirements"))
     )
     limits = quantities(spec.get("limits"), "spec.limits") if spec.get("limits") is not None else None

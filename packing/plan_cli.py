@@ -50,7 +50,7 @@ def main(
     if notice:
         print(notice, file=stderr)
     try:
-        res = plan(inp, catalog)
+        res = plan(inp, catalog, min_values_policy=args.min_values_policy)
     except InputError as e:
         print(f"error: {e}", file=stderr)
         return 2

@@ -38,6 +38,7 @@ def nodeclaim_json(c: PlannedNodeClaim) -> dict[str, Any]:
         "pods": sorted(p.key for p in c.pods),
         "requests": c.requests.to_strings(),
         "allocatable": c.allocatable.to_strings(),
+        "min_values_relaxed": c.min_values_relaxed,
     }
 
 

@@ -14,6 +14,7 @@ from packing.fields import InputError
 from packing.instancetype import InstanceType
 from packing.kubeobjects import Inputs, expand_workloads, inflight_claims
 from packing.nodepool import ExistingNodeSpec
+from packing.requirements import MinValuesPolicy
 from packing.scheduling.results import Results
 from packing.scheduling.scheduler import Scheduler
 
@@ -91,10 +92,23 @@ def existing_nodes(inp: Inputs, catalog: Sequence[InstanceType]) -> list[Existin
     return [*inp.nodes, *inflight_claims(inp, catalog)]
 
 
-def plan(inp: Inputs, catalog: Sequence[InstanceType], *, lower_bound: bool = True) -> Results:
+def plan(
+    inp: Inputs,
+    catalog: Sequence[InstanceType],
+    *,
+    lower_bound: bool = True,
+    min_values_policy: MinValuesPolicy = MinValuesPolicy.STRICT,
+) -> Results:
     """The provisioner's plan for the pending pods of `inp` (workloads without pods expanded first): the
     NodeClaims to launch, the placements on existing nodes, and why each unschedulable pod is. With
     `lower_bound`, Results.lower_bound is the cost below which no plan for the placed pods can go."""
     expand_workloads(inp)
-    sched = Scheduler(inp.nodepools, catalog, existing_nodes(inp, catalog), inp.running, inp.daemonsets)
+    sched = Scheduler(
+        inp.nodepools,
+        catalog,
+        existing_nodes(inp, catalog),
+        inp.running,
+        inp.daemonsets,
+        min_values_policy=min_values_policy,
+    )
     return sched.solve(inp.pending, lower_bound=lower_bound)

@@ -8,14 +8,22 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
+from enum import StrEnum
 
-__all__ = ["OPERATORS", "Requirement", "RequirementError", "Requirements"]
+__all__ = ["OPERATORS", "MinValuesPolicy", "Requirement", "RequirementError", "Requirements"]
 
 OPERATORS = ("In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt", "Gte", "Lte")
 
 
 class RequirementError(ValueError):
     pass
+
+
+class MinValuesPolicy(StrEnum):
+    """What a solve does when a NodeClaim cannot keep a requirement's minValues (Karpenter's MinValuesPolicy)."""
+
+    STRICT = "Strict"  # the pods it would hold are unschedulable on that pool
+    BEST_EFFORT = "BestEffort"  # relax the minimum as far as needed, and say so on the NodeClaim
 
 
 def _as_int(value: str) -> int | None:
@@ -48,6 +56,9 @@ class Requirement:
     gt: int | None = None
     lt: int | None = None
     operator: str = ""  # the operator it was written with, for messages only
+    # a NodePool requirement's minValues: a NodeClaim must keep at least this many distinct values of the key
+    # among its instance type options (None: no minimum). Intersection keeps the larger minimum.
+    min_values: int | None = None
 
     @classmethod
     def new(cls, key: str, operator: str, values: Iterable[str] = ()) -> Requirement:
@@ -106,10 +117,13 @@ class Requirement:
             complement, values = False, self.values - other.values
         else:
             complement, values = False, self.values & other.values
-        r = Requirement(self.key, complement, values, self.allow_absent and other.allow_absent, gt, lt, "")
+        mv = self.min_values if other.min_values is None else other.min_values if self.min_values is None else max(
+            self.min_values, other.min_values
+        )
+        r = Requirement(self.key, complement, values, self.allow_absent and other.allow_absent, gt, lt, "", mv)
         if not complement and (gt is not None or lt is not None):
             r = Requirement(
-                self.key, False, frozenset(v for v in values if r._in_bounds(v)), r.allow_absent, gt, lt
+                self.key, False, frozenset(v for v in values if r._in_bounds(v)), r.allow_absent, gt, lt, "", mv
             )
         return r
 
@@ -236,6 +250,10 @@ class Requirements(Mapping[str, Requirement]):
     def without(self, keys: Iterable[str]) -> Requirements:
         drop = set(keys)
         return Requirements(r for k, r in self._d.items() if k not in drop)
+
+    def min_values(self) -> dict[str, int]:
+        """Per key with a minValues: the minimum number of distinct values its NodeClaim's types must keep."""
+        return {k: r.min_values for k, r in self._d.items() if r.min_values is not None}
 
     def restricted(self, keys: Iterable[str]) -> Requirements:
         keep = set(keys)

@@ -68,7 +68,9 @@ def _engine_cluster(*, cluster: ClusterBackend, now: datetime, problems: dict[st
                                               nodepools=[p for p in pools if p.name not in leave_out],
                                               nodeclasses=classes, problems=problems)
     catalog = engine_catalog(nodeclasses=classes, pools=pools, now=now)
-    return api.build_cluster(inputs, extras, catalog)
+    engine_cluster = api.build_cluster(inputs, extras, catalog)
+    engine_cluster.min_values_policy = api.MinValuesPolicy(settings.LOADMASTER_MIN_VALUES_POLICY)
+    return engine_cluster
 
 
 def _without_pools(engine_cluster: Cluster, names: Collection[str]) -> Cluster:

@@ -131,6 +131,7 @@ def _save_plan(results: Results, pools_by_name: dict[str, NodePool], catalog: Se
             created_at=now,
         )
         claim._planned_pods = sorted(p.key for p in planned.pods)  # type: ignore[attr-defined]
+        claim._min_values_relaxed = planned.min_values_relaxed  # type: ignore[attr-defined]
         claims.append(claim)
     return claims
 
@@ -247,7 +248,10 @@ def _provision(cluster: ClusterBackend, cloud: CloudProvider, now: datetime) -> 
         _tally(outcome, claim.name, nodeclaim_launch(claim=claim, cloud=cloud, catalog=catalog, now=now,
                                                      pods=pods, why=why,
                                                      details={"plan_cost_per_hour": results.cost_per_hour,
-                                                              "lower_bound_per_hour": lower}))
+                                                              "lower_bound_per_hour": lower,
+                                                              **({"min_values_relaxed": True}
+                                                                 if claim._min_values_relaxed  # type: ignore[attr-defined]
+                                                                 else {})}))
     return outcome
 
 
@@ -263,7 +267,8 @@ def launch_lower_bound(sched: Scheduler, results: Results) -> float | None:
 
 def _solve(inputs: Inputs, catalog: Sequence[InstanceType], pools: Sequence[EnginePool]) -> tuple[Results, Scheduler]:
     # `Scheduler` by its name in this module: the tests that make one pool fail stand in for it here.
-    sched = Scheduler(pools, catalog, api.existing_nodes(inputs, catalog), inputs.running, inputs.daemonsets)
+    sched = Scheduler(pools, catalog, api.existing_nodes(inputs, catalog), inputs.running, inputs.daemonsets,
+                      min_values_policy=api.MinValuesPolicy(settings.LOADMASTER_MIN_VALUES_POLICY))
     return sched.solve(inputs.pending), sched
 
 

@@ -115,18 +115,25 @@ def _decisions() -> Counter[tuple[tuple[str, str], ...]]:
 
 
 def _created() -> dict[tuple[tuple[str, str], ...], float]:
+    """min_values_relaxed: the provisioner's launches record it in their ledger details, replacements in the
+    planned NodeClaim (the engine's min_values_relaxed, policy BestEffort)."""
     total = dict(NodeClaim.objects.values_list("nodepool_name").annotate(n=Count("id")).order_by())
-    replacements: Counter[tuple[str, str]] = Counter()
+    relaxed_launches = dict(Decision.objects.filter(kind=Decision.LAUNCH, details__min_values_relaxed=True)
+                            .values_list("nodepool_name").annotate(n=Count("id")).order_by())
+    replacements: Counter[tuple[str, str, bool]] = Counter()
     for reason, planned, claims in DisruptionAction.objects.filter(type="replace").values_list(
             "reason", "replacements", "replacement_claims"):
         for item in (planned or [])[: len(claims or [])]:
-            replacements[(str(item.get("nodepool", "")), reason)] += 1
+            replacements[(str(item.get("nodepool", "")), reason, item.get("min_values_relaxed") is True)] += 1
     out: dict[tuple[tuple[str, str], ...], float] = {}
     for pool, n in total.items():
-        replaced = sum(v for (p, _), v in replacements.items() if p == pool)
-        out[(("min_values_relaxed", "false"), ("nodepool", pool), ("reason", "provisioned"))] = max(0, n - replaced)
-    for (pool, reason), n in replacements.items():
-        out[(("min_values_relaxed", "false"), ("nodepool", pool), ("reason", reason))] = n
+        provisioned = max(0, n - sum(v for (p, _, _), v in replacements.items() if p == pool))
+        relaxed = min(provisioned, relaxed_launches.get(pool, 0))
+        out[(("min_values_relaxed", "false"), ("nodepool", pool), ("reason", "provisioned"))] = provisioned - relaxed
+        if relaxed:
+            out[(("min_values_relaxed", "true"), ("nodepool", pool), ("reason", "provisioned"))] = relaxed
+    for (pool, reason, was_relaxed), n in replacements.items():
+        out[(("min_values_relaxed", "true" if was_relaxed else "false"), ("nodepool", pool), ("reason", reason))] = n
     return out
 
 

@@ -278,8 +278,9 @@ def why_node(name: str, *, cluster: ClusterBackend | None = None, now: datetime 
     if orphan is not None:
         return _being_removed(name, orphan)
     inputs, extras = world.inputs()
-    report = api.consolidate(api.build_cluster(inputs, extras, catalog(world)), world.now,
-                             repack=settings.LOADMASTER_CONSOLIDATION_REPACK)
+    report = api.consolidate(api.with_min_values_policy(api.build_cluster(inputs, extras, catalog(world)),
+                                                settings.LOADMASTER_MIN_VALUES_POLICY),
+                             world.now, repack=settings.LOADMASTER_CONSOLIDATION_REPACK)
     verdict = api.explain_node(report, name)
     if verdict.action is not None:
         action = api.action_json(verdict.action)
@@ -378,8 +379,10 @@ def replay_files(files: Sequence[tuple[str, str]], *, at: datetime, region: str 
     # containers over the same parsed objects, as two CLI runs would have.
     inp, inp2 = api.fresh_inputs(base), api.fresh_inputs(base)
     types = api.resolve_catalog(inp, api.Inputs(), region)
-    plan = api.plan_json(api.plan(inp, types), inp.ignored)
-    report = api.consolidate(api.build_cluster(inp2, ex, types), at, repack=settings.LOADMASTER_CONSOLIDATION_REPACK)
+    policy = settings.LOADMASTER_MIN_VALUES_POLICY
+    plan = api.plan_json(api.plan(inp, types, min_values_policy=api.MinValuesPolicy(policy)), inp.ignored)
+    report = api.consolidate(api.with_min_values_policy(api.build_cluster(inp2, ex, types), policy), at,
+                             repack=settings.LOADMASTER_CONSOLIDATION_REPACK)
     return {"plan": plan, "consolidate": api.report_json(report), "seconds": round(time.perf_counter() - started, 3)}
 
 

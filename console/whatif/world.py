@@ -141,7 +141,8 @@ def run_plan(world: World, types: Sequence[api.InstanceType] | None = None) -> a
     inputs, _ = world.inputs()
     if world.pending_keys is not None:
         inputs.pending = [p for p in inputs.pending if p.key in world.pending_keys]
-    return api.plan(inputs, types if types is not None else catalog(world))
+    return api.plan(inputs, types if types is not None else catalog(world),
+                    min_values_policy=api.MinValuesPolicy(settings.LOADMASTER_MIN_VALUES_POLICY))
 
 
 def run_world(world: World) -> Outcome:
@@ -151,6 +152,7 @@ def run_world(world: World) -> Outcome:
     plan = run_plan(world, types)
     inputs, extras = world.inputs()
     # the preview's summary never shows what blocked moves would save, so the engine skips pricing them
-    report = api.consolidate(api.build_cluster(inputs, extras, types), world.now, price_blocked=False,
-                             repack=settings.LOADMASTER_CONSOLIDATION_REPACK)
+    report = api.consolidate(api.with_min_values_policy(api.build_cluster(inputs, extras, types),
+                                                settings.LOADMASTER_MIN_VALUES_POLICY),
+                             world.now, price_blocked=False, repack=settings.LOADMASTER_CONSOLIDATION_REPACK)
     return Outcome(plan, report, time.perf_counter() - started)

@@ -28,6 +28,7 @@ from packing.nodepool import (
     PodDisruptionBudget,
 )
 from packing.pods import Pod
+from packing.requirements import MinValuesPolicy
 
 __all__ = [
     "BLOCKED_BY",
@@ -156,6 +157,8 @@ class Cluster:
     # policy/v1: a PDB whose selector is null selects no pod (an empty one selects every pod of its namespace)
     pdb_null_selector: set[str] = field(default_factory=set)
     inflight: list[ExistingNodeSpec] = field(default_factory=list)  # NodeClaims not yet registered as Nodes
+    # what replacements do when a NodeClaim cannot keep a requirement's minValues (--min-values-policy)
+    min_values_policy: MinValuesPolicy = MinValuesPolicy.STRICT
 
     def settings_for(self, pool: str) -> DisruptionSettings:
         return self.settings.get(pool, DisruptionSettings())

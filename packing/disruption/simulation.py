@@ -617,7 +617,9 @@ class ClusterSim:
                 self._unlimited = b  # nothing to lift: share its per-pool tables instead of building them again
             else:
                 pools = [dataclasses.replace(p, limits=None) for p in b.nodepools]
-                self._unlimited = Scheduler(pools, b.instance_types, (), (), b.daemonsets)
+                self._unlimited = Scheduler(
+                    pools, b.instance_types, (), (), b.daemonsets, min_values_policy=b.min_values_policy
+                )
         return copy.copy(self._unlimited)
 
     @staticmethod

@@ -103,7 +103,9 @@ class RunState:
         self.max_solves = max_solves
         self.pools: dict[str, NodePool] = {p.name: p for p in cluster.nodepools}
         self.catalog: dict[str, InstanceType] = {it.name: it for it in cluster.catalog}
-        self.base = Scheduler(cluster.nodepools, cluster.catalog, (), (), cluster.daemonsets)
+        self.base = Scheduler(
+            cluster.nodepools, cluster.catalog, (), (), cluster.daemonsets, min_values_policy=cluster.min_values_policy
+        )
         self.info: dict[str, NodeInfo] = {n.name: n for n in cluster.nodes}
         self.input_order = [n.name for n in cluster.nodes]
         fixed = {p.key for p in cluster.running if self.is_fixed(p)}

@@ -10,15 +10,15 @@ cut to those an optimum may need. First a cheap lower bound may prove the heuris
 MAX_ENUMERATED pods every split into nodes is tried (a dynamic programme over subsets), and beyond that an
 integer program is solved with HiGHS (bins of at most one type each, pods of identical requests counted
 together, every resource within the bin's type, price minimised below the heuristic's), within a node limit
-and GROUP_SECONDS; a solve stopped by the clock is discarded so that the plan does not depend on the
-machine's speed. The packing found is checked again in integers and only a strictly cheaper one replaces
+and GROUP_SECONDS, for at most MAX_INTEGER_PROGRAMS groups per solve (a count, not a time budget, so which
+groups are tried never depends on the clock); a HiGHS run stopped by its time limit is discarded. Pools whose
+requirements carry minValues keep the heuristic plan (each exact claim has one instance type). The packing found is checked again in integers and only a strictly cheaper one replaces
 the heuristic's claims, so the plan never costs more. Pods with topology involvement (spread, pod (anti-)affinity, host
 ports) and pools with limits keep the heuristic plan.
 """
 
 from __future__ import annotations
 
-import time
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
@@ -37,12 +37,12 @@ from packing.scheduling.vectors import Vec, undominated
 if TYPE_CHECKING:
     from packing.scheduling.solve import Solve
 
-__all__ = ["BUDGET_SECONDS", "GROUP_SECONDS", "MAX_ENUMERATED", "MAX_PODS", "repack_small_groups"]
+__all__ = ["GROUP_SECONDS", "MAX_ENUMERATED", "MAX_INTEGER_PROGRAMS", "MAX_PODS", "repack_small_groups"]
 
 MAX_PODS = 30  # pods of one group solved exactly (each may need its own node: as many bins)
 MAX_ENUMERATED = 10  # up to this many pods, every split into nodes is tried (3^n steps) instead of HiGHS
 GROUP_SECONDS = 0.25  # HiGHS time limit per group
-BUDGET_SECONDS = 0.5  # all groups of one solve together
+MAX_INTEGER_PROGRAMS = 2  # groups per solve given to HiGHS (the smaller ones are enumerated, without a cap)
 _EPS = 1e-9
 _BASIC = frozenset({CPU, MEMORY, PODS})
 
@@ -58,22 +58,25 @@ def repack_small_groups(sv: Solve, first: int, seq_before: Mapping[str, int]) ->
     for c in bulk:
         groups.setdefault(_group_key(c), []).append(c)
     vec_of = {id(ctx.pod): ctx.vec for ctx in sv.ctxs}
-    deadline = time.perf_counter() + BUDGET_SECONDS
+    # Which groups are tried must not depend on the clock (the same input gives the same plan): the number of
+    # groups per solve is capped, not their time; only a HiGHS run cut by its own time limit is dropped.
+    integer_programs = 0
     replaced: dict[tuple[str, Requirements, tuple[str, ...]], list[NodeClaim]] = {}
     for key, claims in groups.items():
         tpl = claims[0].tpl
         pods = [p for c in claims for p in c.pods]
-        if tpl.pool.limits or len(pods) > MAX_PODS or len(pods) < 2:
-            continue
+        if tpl.pool.limits or len(pods) > MAX_PODS or len(pods) < 2 or key[1].min_values():
+            continue  # minValues: the exact packer keeps one type per claim, which no minimum survives
         launch = tpl.launch_cache.get(key[1])
         if launch is None:
             continue
-        left = deadline - time.perf_counter()
-        if left <= 0.01:
-            break
+        if len(pods) > MAX_ENUMERATED:
+            if integer_programs >= MAX_INTEGER_PROGRAMS:
+                continue
+            integer_programs += 1
         heuristic = sum(float(c.offering.price or 0.0) for c in claims if c.offering is not None)
         better = _solve_group(
-            tpl, key[1], pods, [vec_of[id(p)] for p in pods], launch, heuristic, min(GROUP_SECONDS, left)
+            tpl, key[1], pods, [vec_of[id(p)] for p in pods], launch, heuristic, GROUP_SECONDS
         )
         if better is not None:
             replaced[key] = better

@@ -13,6 +13,7 @@ import numpy as np
 from packing.requirements import Requirements
 from packing.resources import CPU, MEMORY
 from packing.scheduling import reasons
+from packing.scheduling.minvalues import shortfall
 from packing.scheduling.nodeclaim import NodeClaim
 from packing.scheduling.reasons import Reason
 from packing.scheduling.topology import topology_pins
@@ -87,6 +88,10 @@ def explain_pool(s: Solve, ctx: PodContext, tpl: PoolTemplate) -> Reason:
             if used_l.get(k, 0) + add > limits[k]:
                 return reasons.limit_exceeded(name, k, limits[k], used_l.get(k, 0))
         return reasons.limits_exceeded(name)
+    if s.strict_min_values:
+        short = shortfall(tpl, term_reqs, np.array([o.index for o in fitting], dtype=np.int64))
+        if short is not None:
+            return reasons.min_values_not_met(name, short.key, short.minimum, short.remaining)
     # everything static passes, so a dynamic constraint (topology, host ports) must have failed
     probe = NodeClaim(f"{name}-probe", tpl, tpl.base, np.array([o.index for o in fitting], dtype=np.int64))
     for term in ctx.terms:

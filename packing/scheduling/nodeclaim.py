@@ -16,6 +16,7 @@ from packing.pods import HostPort, Pod
 from packing.requirements import Requirement, Requirements
 from packing.scheduling import reasons
 from packing.scheduling.fit import Admission, Fit, Refusal
+from packing.scheduling.minvalues import Shortfall, holders, shortfall
 from packing.scheduling.topology import topology_pins
 from packing.scheduling.vectors import Vec, add, fits
 from packing.taints import first_untolerated
@@ -43,6 +44,7 @@ class NodeClaim:
         idx: npt.NDArray[np.int64],
         *,
         cap_max: Vec | None = None,
+        strict_min_values: bool = True,
     ) -> None:
         self.name = name
         self.tpl = tpl
@@ -59,6 +61,11 @@ class NodeClaim:
         self.offering: Offering | None = None
         self.base_reqs = reqs
         self.pos = -1
+        # minValues: Strict refuses a pod that would leave fewer values than a minimum; BestEffort takes it
+        # and records the relaxation (min_values_relaxed on the planned NodeClaim)
+        self.has_min_values = bool(reqs.min_values())
+        self.strict_min_values = strict_min_values
+        self.min_values_relaxed = False
 
     def free_room(self) -> Vec:
         return tuple(map(operator.sub, self.cap_max, self.used))
@@ -112,6 +119,11 @@ class NodeClaim:
             if reqs is not self.reqs and reqs != self.reqs:
                 idx = idx[tpl.viable_mask(reqs)[idx]]
             fit = idx[(tpl.alloc_matrix[idx] >= np.asarray(used, dtype=np.int64)).all(axis=1)]
+            if fit.size and self.has_min_values and self.strict_min_values:
+                short = self.min_values_shortfall(reqs, fit, used)
+                if short is not None:
+                    last = reasons.min_values_not_met(tpl.name, short.key, short.minimum, short.remaining)
+                    continue
             if fit.size:
                 return Fit(reqs, fit)
             last = reasons.insufficient_resources(tpl.name)
@@ -126,9 +138,18 @@ class NodeClaim:
         if idx.size != self.idx.size:
             self.idx = idx
             self.cap_max = tuple(int(x) for x in self.tpl.alloc_matrix[idx].max(axis=0))
+        if self.has_min_values and not self.strict_min_values and not self.min_values_relaxed:
+            self.min_values_relaxed = self.min_values_shortfall(reqs, self.idx, self.used) is not None
         self.pods.append(ctx.pod)
         self.ports.extend(ctx.pod.host_ports)
         topo.record(ctx.pod, ctx.owned, self.labels_for_topology)
+
+    def min_values_shortfall(self, reqs: Requirements, idx: npt.NDArray[np.int64], used: Vec) -> Shortfall | None:
+        """The minValues the claim would miss holding `used`: among `idx` while its type is open; once it is
+        finalized, among every type that holds `used` (its instance_type_options are drawn from those)."""
+        if self.chosen is None:
+            return shortfall(self.tpl, reqs, idx)
+        return shortfall(self.tpl, self.base_reqs, holders(self.tpl, self.base_reqs, used))
 
     def finalize(self) -> None:
         """Pick the cheapest fitting type and offering (spot first), and pin the claim to it."""

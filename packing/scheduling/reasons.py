@@ -36,6 +36,7 @@ __all__ = [
     "insufficient_resources",
     "limit_exceeded",
     "limits_exceeded",
+    "min_values_not_met",
     "no_domain",
     "no_instance_type_large_enough",
     "no_nodepool",
@@ -89,6 +90,9 @@ class ReasonKind(StrEnum):
     # a DaemonSet holds the port: on the existing node, or on every new node of the pool the pod fits (it runs
     # on each instance type left): port, protocol, daemonset ("namespace/name")
     DAEMONSET_HOST_PORT = "daemonset_host_port"
+    # a NodePool requirement's minValues that the instance types left to the NodeClaim cannot meet (policy
+    # Strict): key, min_values, remaining (how many distinct values are left), values (those left, sorted)
+    MIN_VALUES = "min_values"
     NODE_AFFINITY = "node_affinity"  # an existing node's labels match none of the pod's terms; {}
     CONSTRAINTS = "constraints"  # each constraint passes alone but no type satisfies all together; {}
     # requests beyond the largest amount the engine computes with; nodepool "": resources, requests_milli,
@@ -338,6 +342,17 @@ def daemonset_host_port(nodepool: str, port: int, protocol: str, daemonset: str)
         nodepool,
         {"port": port, "protocol": protocol, "daemonset": daemonset},
         f"host port {port}/{protocol} in use by DaemonSet {daemonset}",
+    )
+
+
+def min_values_not_met(nodepool: str, key: str, minimum: int, remaining: Sequence[str]) -> Reason:
+    shown = ", ".join(remaining[:10]) + (", …" if len(remaining) > 10 else "")
+    left = f"{len(remaining)} remain ({shown})" if remaining else "none remain"
+    return Reason(
+        ReasonKind.MIN_VALUES,
+        nodepool,
+        {"key": key, "min_values": minimum, "remaining": len(remaining), "values": tuple(remaining)},
+        f"minValues {minimum} on {key} not met: {left}",
     )
 
 

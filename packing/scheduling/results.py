@@ -33,6 +33,8 @@ class PlannedNodeClaim:
     pods: list[Pod]
     requests: Resources
     allocatable: Resources
+    # minValues were relaxed for it (policy BestEffort), or its options could not keep them
+    min_values_relaxed: bool = False
 
 
 @dataclass

@@ -26,6 +26,7 @@ from packing.nodepool import (
     NodePool,
 )
 from packing.pods import Pod
+from packing.requirements import MinValuesPolicy
 from packing.resources import CPU, MEMORY, PODS
 from packing.scheduling import reasons
 from packing.scheduling.amounts import clamped_node, clamped_pod, no_options_reason, representable_types
@@ -53,8 +54,11 @@ class Scheduler:
         existing_nodes: Sequence[ExistingNodeSpec] = (),
         running_pods: Sequence[Pod] = (),
         daemonsets: Sequence[DaemonSet] = (),
+        *,
+        min_values_policy: MinValuesPolicy = MinValuesPolicy.STRICT,
     ) -> None:
         # heavier pools first, then by name so that the plan never depends on input order
+        self.min_values_policy = MinValuesPolicy(min_values_policy)
         self.nodepools = sorted(nodepools, key=lambda p: (-p.weight, p.name))
         # amounts beyond MAX_AMOUNT are not computed with (see packing.resources.MAX_AMOUNT)
         self.instance_types = representable_types(instance_types)

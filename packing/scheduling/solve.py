@@ -39,6 +39,7 @@ from packing.scheduling.explain import explain
 from packing.scheduling.firstfit import FirstFitIndex
 from packing.scheduling.fit import Fit, Refusal
 from packing.scheduling.limits import LimitUsage
+from packing.scheduling.minvalues import MinValuesPolicy, holders, keep_min_values
 from packing.scheduling.nodeclaim import NodeClaim
 from packing.scheduling.preferences import PodContext
 from packing.scheduling.queue import largest_first
@@ -83,6 +84,9 @@ class Solve:
             keyset.update(ds.pod.requests)
         self.keys = tuple(sorted(keyset))
         self.tpls = s.templates(self.keys)
+        # minValues (packing.scheduling.minvalues): see _keep_min_values_in_bulk
+        self.strict_min_values = s.min_values_policy == MinValuesPolicy.STRICT
+        self.any_min_values = any(tpl.base.min_values() for tpl in self.tpls)
         self.pods = list(pods)
         if beyond:
             for p in beyond:
@@ -249,7 +253,7 @@ class Solve:
                 if not idx.size:
                     continue
                 name = self.new_claim_name(tpl.name)
-                claim = NodeClaim(name, tpl, tpl.base, idx)
+                claim = NodeClaim(name, tpl, tpl.base, idx, strict_min_values=self.strict_min_values)
                 res = claim.can_add(ctx, self.topo)
                 if isinstance(res, Fit):
                     break
@@ -324,13 +328,7 @@ class Solve:
                     self.errors[ctx.pod.key] = self.explain(ctx)
             elif not (self.nodes and self.try_existing(ctx)):
                 simple.append(ctx)
-        for claim in self.claims:
-            old = self.limits.max_capacity(claim)
-            claim.finalize()
-            self.limits.reserve(claim.tpl, old, -1)
-            assert claim.chosen is not None
-            self.limits.reserve(claim.tpl, claim.chosen.it.capacity)
-        self.claims.rebuild()
+        self._finalize_open_claims()
         rest: list[PodContext] = []
         if self.claims:
             for ctx in simple:
@@ -339,11 +337,56 @@ class Solve:
         else:
             rest = simple
         first_bulk, seq_before = len(self.claims), dict(self.claim_seq)
-        for ctx in pack_in_bulk(self, rest):
+        failed = pack_in_bulk(self, rest)
+        if self.any_min_values and self.strict_min_values:
+            failed.extend(self._keep_min_values_in_bulk(first_bulk))
+        for ctx in failed:
             self.errors[ctx.pod.key] = self.explain(ctx)
         if not self.greedy:
             repack_small_groups(self, first_bulk, seq_before)
         return self.results(lower_bound)
+
+    def _finalize_open_claims(self) -> None:
+        for claim in self.claims:
+            if claim.chosen is not None:
+                continue
+            old = self.limits.max_capacity(claim)
+            claim.finalize()
+            self.limits.reserve(claim.tpl, old, -1)
+            assert claim.chosen is not None
+            self.limits.reserve(claim.tpl, claim.chosen.it.capacity)
+        self.claims.rebuild()
+
+    def _keep_min_values_in_bulk(self, first: int) -> list[PodContext]:
+        """Strict minValues after bulk packing: a claim the cost packer made whose pods only types with too few
+        values of a key can hold is dissolved, and its pods are placed pod by pod (where each claim keeps the
+        minimum, or the pod is unschedulable on the pool). Returns the pods left unplaced."""
+        misses: dict[tuple[str, Requirements, tuple[int, ...]], bool] = {}
+        short: list[NodeClaim] = []
+        for c in self.claims.items[first:]:
+            if not c.has_min_values:
+                continue
+            key = (c.tpl.name, c.base_reqs, c.used)
+            miss = misses.get(key)
+            if miss is None:
+                miss = misses[key] = c.min_values_shortfall(c.base_reqs, c.idx, c.used) is not None
+            if miss:
+                short.append(c)
+        if not short:
+            return []
+        gone = {id(c) for c in short}
+        self.claims.items = [c for c in self.claims.items if id(c) not in gone]
+        self.claims.rebuild()
+        for c in short:
+            assert c.chosen is not None
+            self.limits.reserve(c.tpl, c.chosen.it.capacity, -1)
+        moved = {id(p) for c in short for p in c.pods}
+        failed: list[PodContext] = []
+        for ctx in largest_first([x for x in self.ctxs if id(x.pod) in moved], keys=self.keys):
+            if not self._schedule_constrained(ctx):
+                failed.append(ctx)
+        self._finalize_open_claims()
+        return failed
 
     def results(self, lower_bound: bool) -> Results:
         res = Results(
@@ -355,7 +398,7 @@ class Solve:
         alloc_cache: dict[str, Resources] = {}
         claims = list(self.claims)
         options_of = self._alternatives(claims)
-        for claim, names in zip(claims, options_of, strict=True):
+        for claim, (names, kept_min) in zip(claims, options_of, strict=True):
             assert claim.chosen is not None and claim.offering is not None
             o, off = claim.chosen, claim.offering
             lk = (claim.tpl.name, o.it.name, off.zone, off.capacity_type, claim.reqs)
@@ -395,6 +438,7 @@ class Solve:
                     pods=list(claim.pods),
                     requests=used,
                     allocatable=allocatable,
+                    min_values_relaxed=claim.min_values_relaxed or not kept_min,
                 )
             )
         for node in self.nodes:
@@ -407,16 +451,29 @@ class Solve:
             res.solve_seconds = time.perf_counter() - self.started
         return res
 
-    def _alternatives(self, claims: Sequence[NodeClaim]) -> list[list[str]]:
+    def _alternatives(self, claims: Sequence[NodeClaim]) -> list[tuple[list[str], bool]]:
         """Per claim: its chosen type, then the other types that hold its pods, cheapest first (spot
-        first), at most MAX_OPTIONS in all. Claims with the same pool and requirements share one ranked
-        table and are tested against it together, one numpy comparison per block of types."""
+        first), at most MAX_OPTIONS in all, and whether the list keeps the requirements' minValues. Claims
+        with the same pool and requirements share one ranked table and are tested against it together, one
+        numpy comparison per block of types."""
         groups: dict[tuple[str, Requirements], list[int]] = {}
         for i, claim in enumerate(claims):
             groups.setdefault((claim.tpl.name, claim.base_reqs), []).append(i)
-        out: list[list[str]] = [[] for _ in claims]
+        out: list[tuple[list[str], bool]] = [([], True) for _ in claims]
         for members in groups.values():
             first = claims[members[0]]
+            if first.base_reqs.min_values():
+                # claims alike (same chosen type and requests, as bulk packing makes many) share one list
+                alike: dict[tuple[int, tuple[int, ...]], tuple[list[str], bool]] = {}
+                for i in members:
+                    c = claims[i]
+                    assert c.chosen is not None
+                    key = (c.chosen.index, c.used)
+                    hit = alike.get(key)
+                    if hit is None:
+                        hit = alike[key] = self._alternatives_keeping_min_values(c)
+                    out[i] = (list(hit[0]), hit[1])
+                continue
             ordered_alloc_t, tnames, order = first.tpl.ranked(first.base_reqs)
             # types whose DaemonSets hold a host port of the claim's pods are no alternative for it
             allowed: npt.NDArray[np.bool_] | None = None
@@ -469,11 +526,24 @@ class Solve:
                 if name in names:
                     names.remove(name)
                     names.insert(0, name)
-                    out[i] = names
+                    out[i] = (names, True)
                 else:
                     names.insert(0, name)
-                    out[i] = names[:MAX_OPTIONS]
+                    out[i] = (names[:MAX_OPTIONS], True)
         return out
+
+    def _alternatives_keeping_min_values(self, claim: NodeClaim) -> tuple[list[str], bool]:
+        """A claim with minValues: every type that holds its pods is a candidate, and the MAX_OPTIONS cut keeps
+        each minimum (packing.scheduling.minvalues.keep_min_values)."""
+        assert claim.chosen is not None
+        tpl, reqs = claim.tpl, claim.base_reqs
+        order = holders(tpl, reqs, claim.used).tolist()
+        # the cheapest few blocks nearly always meet the minimum; the whole list only when they do not
+        head = [tpl.options[j] for j in order[: 4 * MAX_OPTIONS]]
+        kept, met = keep_min_values(claim.chosen, head, reqs, MAX_OPTIONS)
+        if not met and len(order) > len(head):
+            kept, met = keep_min_values(claim.chosen, [tpl.options[j] for j in order], reqs, MAX_OPTIONS)
+        return [o.it.name for o in kept], met
 
 
     def explain(self, ctx: PodContext) -> list[Reason]:

@@ -407,3 +407,43 @@ def test_exact_enumeration_and_integer_program_agree(cat: list[InstanceType], sh
         assert r.unschedulable.keys() == heuristic.unschedulable.keys()
         assert r.cost_per_hour <= heuristic.cost_per_hour + 1e-9
     assert enumerated.cost_per_hour <= program.cost_per_hour + 1e-9
+
+
+def _values_of(it: InstanceType, key: str) -> set[str]:
+    if key == ZONE:
+        return {o.zone for o in it.offerings if o.available}
+    if key == "node.kubernetes.io/instance-type":
+        return {it.name}
+    return {it.labels[key]} if key in it.labels else set()
+
+
+@given(
+    catalogs(),
+    pod_lists(),
+    st.sampled_from([ZONE, "node.kubernetes.io/instance-type", "kubernetes.io/arch"]),
+    st.integers(1, 3),
+    st.sampled_from(["Strict", "BestEffort"]),
+)
+def test_min_values_kept_or_reported(
+    cat: list[InstanceType], pods: list[Pod], key: str, minimum: int, policy: str
+) -> None:
+    """minValues (issue 16 item 6): under Strict every NodeClaim's options keep the minimum; under BestEffort
+    a claim that does not keep it says so, and minValues never makes a pod unschedulable."""
+    import dataclasses
+
+    from packing.requirements import MinValuesPolicy
+
+    req = dataclasses.replace(Requirement.new(key, "Exists"), min_values=minimum)
+    s = Scheduler([NodePool("default", Requirements([req]))], cat, min_values_policy=MinValuesPolicy(policy))
+    r = s.solve(pods)
+    assert check_plan(s, pods, r) == []
+    by_name = {it.name: it for it in cat}
+    for c in r.nodeclaims:
+        kept: set[str] = set()
+        for t in c.instance_type_options:
+            kept |= _values_of(by_name[t], key)
+        if policy == "Strict" or not c.min_values_relaxed:
+            assert len(kept) >= minimum, (c.instance_type_options, key, minimum)
+    if policy == "BestEffort":
+        free = Scheduler([NodePool("default")], cat).solve(pods)
+        assert r.unschedulable.keys() == free.unschedulable.keys()
