@@ -116,6 +116,11 @@ class Solve:
             if pool is not None:
                 self.limits.count_node(pool.name, spec.capacity or spec.allocatable)
         self.node_by_name = {n.name: n for n in self.nodes}
+        # hostnames a new NodeClaim must not take: topology counts pods per hostname, so a claim named like a
+        # node (a disruption simulation's earlier replacement is a node named "<pool>-1") would share its counts
+        self.taken_names = set(self.node_by_name) | {n.labels[HOSTNAME_LABEL] for n in self.nodes}
+        # constrained pods placed so far: a pod that failed is retried only once this has moved (see _retry)
+        self.placed = 0
         self.node_index = FirstFitIndex(self.nodes)
         self._domain_cache: dict[tuple[str, tuple[Requirements, ...]], frozenset[str]] = {}
         self._setup_topology(running_by_node)
@@ -216,7 +221,10 @@ class Solve:
         return False
 
     def new_claim_name(self, pool: str) -> str:
+        """The next "<pool>-<n>"; a caller that drops the claim gives its number back (claim_seq -= 1)."""
         n = self.claim_seq.get(pool, 0) + 1
+        while f"{pool}-{n}" in self.taken_names:
+            n += 1
         self.claim_seq[pool] = n
         return f"{pool}-{n}"
 
@@ -232,7 +240,7 @@ class Solve:
             mask = (tpl.alloc_matrix >= used).all(axis=1)
             if tpl.pool.limits:
                 mask &= self.limits.mask(tpl)
-            cap = self.size_caps.get(tpl.name)
+            cap = None if self._hostname_affine(ctx) else self.size_caps.get(tpl.name)
             masks = [mask]
             if cap is not None and bool((mask & cap).any()):
                 # Prefer the capped sizes, but not at the price of the pod: the capped types may not
@@ -259,13 +267,51 @@ class Solve:
             return True
         return False
 
+    def _hostname_affine(self, ctx: PodContext) -> bool:
+        """True when pod affinity on hostname ties this pod to others (it needs them on its node, or they need
+        it on theirs): its claim must be free to grow past the size cap for them to join it."""
+        if any(g.kind == AFFINITY and g.key == HOSTNAME_LABEL for g in ctx.owned):
+            return True
+        return any(g.kind == AFFINITY and g.key == HOSTNAME_LABEL for g in self.topo.matching(ctx.pod))
+
     def _schedule_constrained(self, ctx: PodContext) -> bool:
         while True:
             if self.try_existing(ctx) or self._try_claims(ctx) or self._open_claim(ctx):
+                self.placed += 1
                 return True
             if not ctx.relax():
                 return False
             self.register(ctx)
+
+    def _retry(self, failed: list[tuple[PodContext, int]]) -> None:
+        """Retry the pods that failed while placements since their last attempt could let them in.
+
+        As Karpenter's queue re-pushes a pod that failed and stops once a whole cycle places nothing: a pod with
+        required affinity to a pod pending in the same batch fails until its target is placed (the target may
+        sort later, or be a follower itself in a chain), and a spread or anti-affinity may count pods placed
+        after it. `failed` holds each pod with the count of placements when it failed; a pod is retried (with
+        its preferences back, as Karpenter retries the original pod) only when that count has moved since, so a
+        pass that places nothing ends the loop and a solve where nothing failed does no work here. A pod that
+        fails a retry is explained again at the end (its first reason was written before the placements that
+        made the retry worth it)."""
+        again: dict[str, PodContext] = {}
+        while any(stamp != self.placed for _, stamp in failed):
+            still: list[tuple[PodContext, int]] = []
+            for ctx, stamp in failed:
+                if stamp == self.placed:
+                    still.append((ctx, stamp))
+                    continue
+                fresh = PodContext(ctx.pod, self.keys)
+                self.register(fresh)
+                if self._schedule_constrained(fresh):
+                    del self.errors[fresh.pod.key]
+                    again.pop(fresh.pod.key, None)
+                else:
+                    still.append((fresh, self.placed))
+                    again[fresh.pod.key] = fresh
+            failed = still
+        for key, ctx in again.items():
+            self.errors[key] = self.explain(ctx)
 
     def _try_slack(self, ctx: PodContext) -> bool:
         for claim in self.claims.candidates(ctx.vec):
@@ -312,14 +358,21 @@ class Solve:
         self._compute_size_caps([c for c in self.ctxs if self._is_constrained(c)])
         order = largest_first(self.ctxs, keys=self.keys)
         simple: list[PodContext] = []
+        failed: list[tuple[PodContext, int]] = []
         for ctx in order:
             if self.greedy or self._is_constrained(ctx):
                 if not self._schedule_constrained(ctx):
                     # explained now, while the open claims still reserve the largest size they could
                     # become: that reservation is what a limit refused, and finalizing shrinks it
                     self.errors[ctx.pod.key] = self.explain(ctx)
+                    if ctx.pod.affinity or ctx.pod.spread:
+                        # only these can gain from later placements: room, limits, host ports and
+                        # anti-affinity only get tighter as pods are placed
+                        failed.append((ctx, self.placed))
             elif not (self.nodes and self.try_existing(ctx)):
                 simple.append(ctx)
+        if failed:
+            self._retry(failed)
         for claim in self.claims:
             old = self.limits.max_capacity(claim)
             claim.finalize()

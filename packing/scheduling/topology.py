@@ -183,6 +183,11 @@ def topology_pins(
             continue
         current = reqs.get(key)
         universe = tpl.domains(key)
+        if not universe:
+            for g in involved:
+                if g.kind == SPREAD and g.key == key:
+                    # a spread counts only nodes that carry its key, and no node of this pool would
+                    return reasons.label_not_carried(tpl.name, g.kind, key, on_some_node=bool(g.domains))
         cands = sorted(v for v in universe if current is None or current.has(v))
         order: list[str] | None = None
         for g in involved:
