@@ -206,6 +206,9 @@ def topology_pins(
                 cands = [c for c in cands if not g.owners.get(c, 0)]
                 if not cands:
                     return g.reason(tpl.name)
+                if order is not None:
+                    # the pod's own groups ranked the domains before this one ruled some out
+                    order = [c for c in order if not g.owners.get(c, 0)]
         if not cands:
             return reasons.no_domain(tpl.name, key)
         pick = (order or cands)[0]

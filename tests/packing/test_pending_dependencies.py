@@ -146,6 +146,16 @@ def test_anti_affinity_counts_pods_placed_earlier_in_the_solve() -> None:
     assert zone_of(r, "guard") not in {zone_of(r, w.name) for w in webs}
 
 
+def test_spread_pod_keeps_out_of_a_zone_an_earlier_pods_anti_affinity_forbids() -> None:
+    # the spread ranks zone a first (all empty); the guard placed before it in zone a rules zone a out, and the
+    # pick must come from what is left
+    guard = pod("a-guard", labels={"app": "guard"}, anti_affinity=(term(ZONE, app="c"),))
+    spreader = pod("b-spread", labels={"app": "c"}, spread=(spread(ZONE, app="c"),))
+    _, r = solve([guard, spreader])
+    assert not r.unschedulable
+    assert zone_of(r, "a-guard") != zone_of(r, "b-spread")
+
+
 def test_new_claims_do_not_take_an_existing_nodes_name() -> None:
     # a node named like a claim ("default-1") runs a pod with hostname anti-affinity: a claim named "default-1"
     # would share its hostname counts and refuse the pending replica
