@@ -224,3 +224,39 @@ def test_consolidation_still_says_would_not_fit_when_nothing_can_take_the_pod() 
     report = consolidate(cluster(nodes, pods, pools=[limited]))
     assert not report.actions
     assert all("would not fit elsewhere" in x.text for x in report.not_disrupted), report.not_disrupted
+
+
+# ---------------------------------------------------------------- the plan checker sees pods of the same solve
+def test_check_plan_flags_constraints_between_pods_placed_in_the_same_solve() -> None:
+    # target and follower (hostname affinity) share a node; "apart" keeps off the target's node (anti-affinity)
+    target = pod("target", labels={"app": "db"})
+    follower = pod("follower", affinity=(term(HOST, app="db"),))
+    apart = pod("apart", labels={"app": "apart"}, anti_affinity=(term(HOST, app="db"),))
+    pods = [target, follower, apart]
+    s, r = solve(pods)
+    mine = next(c for c in r.nodeclaims if any(p.name == "target" for p in c.pods))
+    other = next(c for c in r.nodeclaims if any(p.name == "apart" for p in c.pods))
+    assert mine is not other
+    # the follower moved away from its target: its affinity is broken
+    mine.pods = [p for p in mine.pods if p.name != "follower"]
+    other.pods = [*other.pods, follower]
+    assert any("follower: affinity on kubernetes.io/hostname not satisfied" in e for e in check_plan(s, pods, r))
+    # "apart" moved next to the target: its anti-affinity is broken
+    s, r = solve(pods)
+    mine = next(c for c in r.nodeclaims if any(p.name == "target" for p in c.pods))
+    other = next(c for c in r.nodeclaims if any(p.name == "apart" for p in c.pods))
+    other.pods = [p for p in other.pods if p.name != "apart"]
+    mine.pods = [*mine.pods, apart]
+    assert any("apart: anti-affinity on kubernetes.io/hostname violated by default/target" in e for e in check_plan(s, pods, r))
+
+
+def test_check_plan_flags_a_spread_broken_by_pods_of_the_same_solve() -> None:
+    pods = [pod(f"s{i}", labels={"app": "s"}, spread=(spread(ZONE, app="s"),)) for i in range(3)]
+    s, r = solve(pods)
+    assert len({c.zone for c in r.nodeclaims}) == 3
+    # all three into one claim's zone: counts 3/0/0 exceed maxSkew 1
+    first = r.nodeclaims[0]
+    for c in r.nodeclaims[1:]:
+        first.pods.extend(c.pods)
+        c.pods = []
+    assert any("spread on zone" in e for e in check_plan(s, pods, r))
