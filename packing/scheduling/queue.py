@@ -1,5 +1,6 @@
 """The order pods are scheduled in (Karpenter's queue.go): largest first, so big pods open the nodes that small
-ones then fill."""
+ones then fill. Karpenter's queue also re-pushes a pod that failed until a whole cycle places nothing; the solve
+does that for the pods that can gain from it (packing.scheduling.solve.Solve._retry)."""
 
 from __future__ import annotations
 

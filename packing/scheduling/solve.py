@@ -3,7 +3,8 @@
 Structured like Karpenter's pkg/controllers/provisioning/scheduling: pods are taken largest first; each is tried
 on existing nodes (and in-flight NodeClaims), then on NodeClaims opened earlier in this solve, then on a new
 NodeClaim from the heaviest NodePool that accepts it, relaxing preferences one step at a time when nothing
-takes it. Two departures make the plan cheaper than Karpenter's:
+takes it; a pod that still fails is retried while pods placed after it could let it in (Solve._retry, as
+Karpenter's queue re-pushes it). Two departures make the plan cheaper than Karpenter's:
 
 - pods with no topology involvement (no spread, pod (anti-)affinity or host ports, and selected by none)
   skip the pod-by-pod greedy for new capacity and are packed in bulk (packing.scheduling.bulk);
