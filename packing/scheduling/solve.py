@@ -3,7 +3,7 @@
 Structured like Karpenter's pkg/controllers/provisioning/scheduling: pods are taken largest first; each is tried
 on existing nodes (and in-flight NodeClaims), then on NodeClaims opened earlier in this solve, then on a new
 NodeClaim from the heaviest NodePool that accepts it, relaxing preferences one step at a time when nothing
-takes it; a pod that still fails is retried while pods placed after it could let it in (Solve._retry, as
+takes it; a pod that still fails is retried once pods placed after it could let it in (Solve._retry, as
 Karpenter's queue re-pushes it). Two departures make the plan cheaper than Karpenter's:
 
 - pods with no topology involvement (no spread, pod (anti-)affinity or host ports, and selected by none)
@@ -41,7 +41,7 @@ from packing.scheduling.fit import Fit, Refusal
 from packing.scheduling.limits import LimitUsage
 from packing.scheduling.nodeclaim import NodeClaim
 from packing.scheduling.preferences import PodContext
-from packing.scheduling.queue import largest_first
+from packing.scheduling.queue import RetryQueue, largest_first
 from packing.scheduling.reasons import Reason
 from packing.scheduling.results import ExistingPlacement, PlannedNodeClaim, Results
 from packing.scheduling.topology import AFFINITY, ANTI, SPREAD, Topology, TopologyGroup
@@ -120,8 +120,8 @@ class Solve:
         # hostnames a new NodeClaim must not take: topology counts pods per hostname, so a claim named like a
         # node (a disruption simulation's earlier replacement is a node named "<pool>-1") would share its counts
         self.taken_names = set(self.node_by_name) | {n.labels[HOSTNAME_LABEL] for n in self.nodes}
-        # constrained pods placed so far: a pod that failed is retried only once this has moved (see _retry)
-        self.placed = 0
+        # pods that failed, until a placement counted by their groups makes them due again (see _retry)
+        self.retry = RetryQueue()
         self.node_index = FirstFitIndex(self.nodes)
         self._domain_cache: dict[tuple[str, tuple[Requirements, ...]], frozenset[str]] = {}
         self._setup_topology(running_by_node)
@@ -278,41 +278,43 @@ class Solve:
     def _schedule_constrained(self, ctx: PodContext) -> bool:
         while True:
             if self.try_existing(ctx) or self._try_claims(ctx) or self._open_claim(ctx):
-                self.placed += 1
+                if self.retry:
+                    self.retry.counted(self.topo.matching(ctx.pod))
                 return True
             if not ctx.relax():
                 return False
             self.register(ctx)
 
-    def _retry(self, failed: list[tuple[PodContext, int]]) -> None:
-        """Retry the pods that failed while placements since their last attempt could let them in.
+    def _retry(self) -> None:
+        """Retry the pods that failed once placements after them could let them in (a RetryQueue).
 
-        As Karpenter's queue re-pushes a pod that failed and stops once a whole cycle places nothing: a pod with
-        required affinity to a pod pending in the same batch fails until its target is placed (the target may
-        sort later, or be a follower itself in a chain), and a spread or anti-affinity may count pods placed
-        after it. `failed` holds each pod with the count of placements when it failed; a pod is retried (with
-        its preferences back, as Karpenter retries the original pod) only when that count has moved since, so a
-        pass that places nothing ends the loop and a solve where nothing failed does no work here. A pod that
+        As Karpenter's queue re-pushes a pod that failed until a whole cycle places nothing: a pod with required
+        affinity to a pod pending in the same batch fails until its target is placed (the target may sort later,
+        or be a follower itself in a chain), and a spread may count pods placed after it. A pod is retried with
+        its preferences back (Karpenter retries the pod as written) and only when a group it waits on has counted
+        a new pod, so a solve where nothing failed, or where no placement helps, does no work here. A pod that
         fails a retry is explained again at the end (its first reason was written before the placements that
         made the retry worth it)."""
+        q = self.retry
         again: dict[str, PodContext] = {}
-        while any(stamp != self.placed for _, stamp in failed):
-            still: list[tuple[PodContext, int]] = []
-            for ctx, stamp in failed:
-                if stamp == self.placed:
-                    still.append((ctx, stamp))
-                    continue
+        while due := q.take_due():
+            for seq, ctx in due:
                 fresh = PodContext(ctx.pod, self.keys)
                 self.register(fresh)
                 if self._schedule_constrained(fresh):
                     del self.errors[fresh.pod.key]
                     again.pop(fresh.pod.key, None)
                 else:
-                    still.append((fresh, self.placed))
+                    q.wait(fresh, self._waits_on(fresh), seq)
                     again[fresh.pod.key] = fresh
-            failed = still
         for key, ctx in again.items():
             self.errors[key] = self.explain(ctx)
+
+    @staticmethod
+    def _waits_on(ctx: PodContext) -> list[TopologyGroup]:
+        """The groups whose new counts could let a failed pod in: its required spreads and pod affinities (the
+        preferred ones were relaxed away before it failed)."""
+        return [g for g in ctx.owned if g.kind != ANTI]
 
     def _try_slack(self, ctx: PodContext) -> bool:
         for claim in self.claims.candidates(ctx.vec):
@@ -359,21 +361,16 @@ class Solve:
         self._compute_size_caps([c for c in self.ctxs if self._is_constrained(c)])
         order = largest_first(self.ctxs, keys=self.keys)
         simple: list[PodContext] = []
-        failed: list[tuple[PodContext, int]] = []
         for ctx in order:
             if self.greedy or self._is_constrained(ctx):
                 if not self._schedule_constrained(ctx):
                     # explained now, while the open claims still reserve the largest size they could
                     # become: that reservation is what a limit refused, and finalizing shrinks it
                     self.errors[ctx.pod.key] = self.explain(ctx)
-                    if ctx.pod.affinity or ctx.pod.spread:
-                        # only these can gain from later placements: room, limits, host ports and
-                        # anti-affinity only get tighter as pods are placed
-                        failed.append((ctx, self.placed))
+                    self.retry.wait(ctx, self._waits_on(ctx))
             elif not (self.nodes and self.try_existing(ctx)):
                 simple.append(ctx)
-        if failed:
-            self._retry(failed)
+        self._retry()
         for claim in self.claims:
             old = self.limits.max_capacity(claim)
             claim.finalize()

@@ -6,12 +6,16 @@ a follower with required pod affinity to a pending target is placed once its tar
 
 from __future__ import annotations
 
+import pytest
+
 from packing.disruption import consolidate
 from packing.nodepool import NodePool
 from packing.pods import Pod
 from packing.resources import Resources
+from packing.scheduling.preferences import PodContext
 from packing.scheduling.results import Results
 from packing.scheduling.scheduler import Scheduler
+from packing.scheduling.solve import Solve
 from packing.scheduling.verify import check_plan
 from tests.engine_builders import (
     HOST,
@@ -88,6 +92,28 @@ def test_chain_of_hostname_affinities_in_either_name_order() -> None:
         _, r = solve(pods)
         assert not r.unschedulable
         assert len({where(r, p.name) for p in pods}) == 1
+
+
+def test_a_long_reversed_chain_costs_one_retry_per_link(monkeypatch: pytest.MonkeyPatch) -> None:
+    # each link sorts before the one it needs, so each fails once; a retry is made only when the pod it waits for
+    # has been placed: about two attempts per link, not one pass over the remaining links per link placed
+    attempts = 0
+    real = Solve._schedule_constrained
+
+    def counting(self: Solve, ctx: PodContext) -> bool:
+        nonlocal attempts
+        attempts += 1
+        return real(self, ctx)
+
+    monkeypatch.setattr(Solve, "_schedule_constrained", counting)
+    n = 40
+    pods = [pod(f"l{n:03d}", "10m", "16Mi", labels={"link": "0"})]
+    for i in range(1, n):
+        pods.append(pod(f"l{n - i:03d}", "10m", "16Mi", labels={"link": str(i)}, affinity=(term(HOST, link=str(i - 1)),)))
+    _, r = solve(pods)
+    assert not r.unschedulable
+    assert len({where(r, p.name) for p in pods}) == 1
+    assert attempts <= 2 * n
 
 
 def test_mutual_affinity_without_self_match_stays_unschedulable() -> None:
