@@ -34,6 +34,7 @@ __all__ = [
     "host_port_in_use",
     "human_quantity",
     "insufficient_resources",
+    "label_not_carried",
     "limit_exceeded",
     "limits_exceeded",
     "min_values_not_met",
@@ -84,7 +85,8 @@ class ReasonKind(StrEnum):
     # in_use_milli; {} when no single resource is to blame
     LIMIT = "limit"
     # a topology spread or pod (anti-)affinity: constraint (spread, affinity, anti-affinity), topology_key,
-    # selector, max_skew (spread only); or topology_key alone when no domain is left
+    # selector, max_skew (spread only); or topology_key alone when no domain is left; or constraint, topology_key
+    # and missing_label (true) when no node of the pool can carry the key at all (label_not_carried)
     TOPOLOGY = "topology"
     HOST_PORT = "host_port"  # port, protocol; a pod already on the node holds it
     # a DaemonSet holds the port: on the existing node, or on every new node of the pool the pod fits (it runs
@@ -313,6 +315,18 @@ def topology(nodepool: str, constraint: str, key: str, selector: str, max_skew: 
 
 def no_domain(nodepool: str, key: str) -> Reason:
     return Reason(ReasonKind.TOPOLOGY, nodepool, {"topology_key": key}, f"no {key} domain available")
+
+
+def label_not_carried(nodepool: str, constraint: str, key: str, *, on_some_node: bool) -> Reason:
+    """A topology constraint on a key no new node of the pool would carry (no offering, type label or pool
+    requirement gives it a value). on_some_node: an existing node carries it, so only new nodes lack it."""
+    text = (
+        f"no new node of nodepool {nodepool} would carry label {key}"
+        if on_some_node
+        else f"no node of nodepool {nodepool} carries label {key}"
+    )
+    detail: dict[str, DetailValue] = {"constraint": constraint, "topology_key": key, "missing_label": True}
+    return Reason(ReasonKind.TOPOLOGY, nodepool, detail, text)
 
 
 def unsatisfiable_together(nodepool: str) -> Reason:

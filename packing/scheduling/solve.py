@@ -3,7 +3,8 @@
 Structured like Karpenter's pkg/controllers/provisioning/scheduling: pods are taken largest first; each is tried
 on existing nodes (and in-flight NodeClaims), then on NodeClaims opened earlier in this solve, then on a new
 NodeClaim from the heaviest NodePool that accepts it, relaxing preferences one step at a time when nothing
-takes it. Two departures make the plan cheaper than Karpenter's:
+takes it; a pod that still fails is retried once pods placed after it could let it in (Solve._retry, as
+Karpenter's queue re-pushes it). Two departures make the plan cheaper than Karpenter's:
 
 - pods with no topology involvement (no spread, pod (anti-)affinity or host ports, and selected by none)
   skip the pod-by-pod greedy for new capacity and are packed in bulk (packing.scheduling.bulk);
@@ -42,7 +43,7 @@ from packing.scheduling.limits import LimitUsage
 from packing.scheduling.minvalues import MinValuesPolicy, holders, keep_min_values
 from packing.scheduling.nodeclaim import NodeClaim
 from packing.scheduling.preferences import PodContext
-from packing.scheduling.queue import largest_first
+from packing.scheduling.queue import RetryQueue, largest_first
 from packing.scheduling.reasons import Reason
 from packing.scheduling.results import ExistingPlacement, PlannedNodeClaim, Results
 from packing.scheduling.topology import AFFINITY, ANTI, SPREAD, Topology, TopologyGroup
@@ -124,6 +125,11 @@ class Solve:
             if pool is not None:
                 self.limits.count_node(pool.name, spec.capacity or spec.allocatable)
         self.node_by_name = {n.name: n for n in self.nodes}
+        # hostnames a new NodeClaim must not take: topology counts pods per hostname, so a claim named like a
+        # node (a disruption simulation's earlier replacement is a node named "<pool>-1") would share its counts
+        self.taken_names = set(self.node_by_name) | {n.labels[HOSTNAME_LABEL] for n in self.nodes}
+        # pods that failed, until a placement counted by their groups makes them due again (see _retry)
+        self.retry = RetryQueue()
         self.node_index = FirstFitIndex(self.nodes)
         self._domain_cache: dict[tuple[str, tuple[Requirements, ...]], frozenset[str]] = {}
         self._setup_topology(running_by_node)
@@ -224,7 +230,10 @@ class Solve:
         return False
 
     def new_claim_name(self, pool: str) -> str:
+        """The next "<pool>-<n>"; a caller that drops the claim gives its number back (claim_seq -= 1)."""
         n = self.claim_seq.get(pool, 0) + 1
+        while f"{pool}-{n}" in self.taken_names:
+            n += 1
         self.claim_seq[pool] = n
         return f"{pool}-{n}"
 
@@ -240,7 +249,7 @@ class Solve:
             mask = (tpl.alloc_matrix >= used).all(axis=1)
             if tpl.pool.limits:
                 mask &= self.limits.mask(tpl)
-            cap = self.size_caps.get(tpl.name)
+            cap = None if self._hostname_affine(ctx) else self.size_caps.get(tpl.name)
             masks = [mask]
             if cap is not None and bool((mask & cap).any()):
                 # Prefer the capped sizes, but not at the price of the pod: the capped types may not
@@ -267,13 +276,53 @@ class Solve:
             return True
         return False
 
+    def _hostname_affine(self, ctx: PodContext) -> bool:
+        """True when pod affinity on hostname ties this pod to others (it needs them on its node, or they need
+        it on theirs): its claim must be free to grow past the size cap for them to join it."""
+        if any(g.kind == AFFINITY and g.key == HOSTNAME_LABEL for g in ctx.owned):
+            return True
+        return any(g.kind == AFFINITY and g.key == HOSTNAME_LABEL for g in self.topo.matching(ctx.pod))
+
     def _schedule_constrained(self, ctx: PodContext) -> bool:
         while True:
             if self.try_existing(ctx) or self._try_claims(ctx) or self._open_claim(ctx):
+                if self.retry:
+                    self.retry.counted(self.topo.matching(ctx.pod))
                 return True
             if not ctx.relax():
                 return False
             self.register(ctx)
+
+    def _retry(self) -> None:
+        """Retry the pods that failed once placements after them could let them in (a RetryQueue).
+
+        As Karpenter's queue re-pushes a pod that failed until a whole cycle places nothing: a pod with required
+        affinity to a pod pending in the same batch fails until its target is placed (the target may sort later,
+        or be a follower itself in a chain), and a spread may count pods placed after it. A pod is retried with
+        its preferences back (Karpenter retries the pod as written) and only when a group it waits on has counted
+        a new pod, so a solve where nothing failed, or where no placement helps, does no work here. A pod that
+        fails a retry is explained again at the end (its first reason was written before the placements that
+        made the retry worth it)."""
+        q = self.retry
+        again: dict[str, PodContext] = {}
+        while due := q.take_due():
+            for seq, ctx in due:
+                fresh = PodContext(ctx.pod, self.keys)
+                self.register(fresh)
+                if self._schedule_constrained(fresh):
+                    del self.errors[fresh.pod.key]
+                    again.pop(fresh.pod.key, None)
+                else:
+                    q.wait(fresh, self._waits_on(fresh), seq)
+                    again[fresh.pod.key] = fresh
+        for key, ctx in again.items():
+            self.errors[key] = self.explain(ctx)
+
+    @staticmethod
+    def _waits_on(ctx: PodContext) -> list[TopologyGroup]:
+        """The groups whose new counts could let a failed pod in: its required spreads and pod affinities (the
+        preferred ones were relaxed away before it failed)."""
+        return [g for g in ctx.owned if g.kind != ANTI]
 
     def _try_slack(self, ctx: PodContext) -> bool:
         for claim in self.claims.candidates(ctx.vec):
@@ -326,8 +375,10 @@ class Solve:
                     # explained now, while the open claims still reserve the largest size they could
                     # become: that reservation is what a limit refused, and finalizing shrinks it
                     self.errors[ctx.pod.key] = self.explain(ctx)
+                    self.retry.wait(ctx, self._waits_on(ctx))
             elif not (self.nodes and self.try_existing(ctx)):
                 simple.append(ctx)
+        self._retry()
         self._finalize_open_claims()
         rest: list[PodContext] = []
         if self.claims:

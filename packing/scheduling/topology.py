@@ -183,6 +183,11 @@ def topology_pins(
             continue
         current = reqs.get(key)
         universe = tpl.domains(key)
+        if not universe:
+            for g in involved:
+                if g.kind == SPREAD and g.key == key:
+                    # a spread counts only nodes that carry its key, and no node of this pool would
+                    return reasons.label_not_carried(tpl.name, g.kind, key, on_some_node=bool(g.domains))
         cands = sorted(v for v in universe if current is None or current.has(v))
         order: list[str] | None = None
         for g in involved:
@@ -201,6 +206,9 @@ def topology_pins(
                 cands = [c for c in cands if not g.owners.get(c, 0)]
                 if not cands:
                     return g.reason(tpl.name)
+                if order is not None:
+                    # the pod's own groups ranked the domains before this one ruled some out
+                    order = [c for c in order if not g.owners.get(c, 0)]
         if not cands:
             return reasons.no_domain(tpl.name, key)
         pick = (order or cands)[0]

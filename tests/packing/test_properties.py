@@ -15,7 +15,7 @@ from packing.resources import Resources
 from packing.scheduling.scheduler import Scheduler
 from packing.scheduling.verify import check_plan
 from packing.taints import Taint, Toleration
-from tests.engine_builders import CT, HOST, ZONE, ZONES, instance_type, term
+from tests.engine_builders import CT, HOST, ZONE, ZONES, catalog, instance_type, term
 
 
 @st.composite
@@ -76,7 +76,7 @@ def pod_lists(draw: st.DrawFn) -> list[Pod]:
             reqs["nvidia.com/gpu"] = 1000
         app = draw(st.sampled_from(["a", "b", "c"]))
         kw: dict[str, object] = {"labels": {"app": app}}
-        shape = draw(st.integers(0, 9))
+        shape = draw(st.integers(0, 12))
         selector = LabelSelector(Requirements([Requirement.new("app", "In", [app])]))
         if shape == 1:
             kw["spread"] = (TopologySpread(1, ZONE, "DoNotSchedule", selector),)
@@ -94,6 +94,13 @@ def pod_lists(draw: st.DrawFn) -> list[Pod]:
             kw["required_terms"] = (
                 Requirements([Requirement.new(ZONE, "In", [draw(st.sampled_from(ZONES))])]),
             )
+        elif shape in (10, 11):
+            # required affinity to another app's pods, pending in the same batch (or absent: unschedulable)
+            other = draw(st.sampled_from([a for a in ("a", "b", "c") if a != app]))
+            kw["affinity"] = (term(HOST if shape == 10 else ZONE, app=other),)
+        elif shape == 12:
+            other = draw(st.sampled_from([a for a in ("a", "b", "c") if a != app]))
+            kw["anti_affinity"] = (term(draw(st.sampled_from([HOST, ZONE])), app=other),)
         pods.append(Pod(f"p{i}", requests=Resources(reqs), **kw))  # type: ignore[arg-type]
     return pods
 
@@ -447,3 +454,40 @@ def test_min_values_kept_or_reported(
     if policy == "BestEffort":
         free = Scheduler([NodePool("default")], cat).solve(pods)
         assert r.unschedulable.keys() == free.unschedulable.keys()
+
+
+@given(st.data())
+def test_pods_that_depend_on_pending_pods_are_placed_with_them(data: st.DataObject) -> None:
+    """A chain of required pod affinities (each pod near the one before, on hostname or zone) among pods pending
+    together is placed whole, whatever the names' order and sizes, next to unrelated pods; a target pinned to a
+    zone takes its followers there."""
+    key = data.draw(st.sampled_from([HOST, ZONE]))
+    length = data.draw(st.integers(2, 5))
+    order = data.draw(st.permutations(range(length)))
+    pin = data.draw(st.sampled_from([None, *ZONES]))
+    followers = data.draw(st.integers(1, 3)) if key == ZONE else 1
+    pods: list[Pod] = []
+    chain: list[str] = []
+    for i in range(length):
+        kw: dict[str, object] = {"labels": {"link": str(i)}}
+        if i:
+            kw["affinity"] = (term(key, link=str(i - 1)),)
+        elif pin is not None:
+            kw["required_terms"] = (Requirements([Requirement.new(ZONE, "In", [pin])]),)
+        cpu = data.draw(st.integers(1, 10)) * 100
+        for j in range(followers if i else 1):
+            name = f"l{order[i]}-{j}"
+            chain.append(name)
+            pods.append(Pod(name, requests=Resources({"cpu": cpu, "memory": cpu * 2**20 * 1000, "pods": 1000}), **kw))  # type: ignore[arg-type]
+    for k in range(data.draw(st.integers(0, 6))):
+        cpu = data.draw(st.integers(1, 30)) * 100
+        pods.append(Pod(f"x{k}", requests=Resources({"cpu": cpu, "memory": cpu * 2**20 * 1000, "pods": 1000})))
+    s = Scheduler([NodePool("default")], catalog())
+    r = s.solve(pods)
+    assert check_plan(s, pods, r) == []
+    assert not r.unschedulable, r.unschedulable
+    at = {p.name: (c.name, c.zone) for c in r.nodeclaims for p in c.pods}
+    domains = {at[n][0 if key == HOST else 1] for n in chain}
+    assert len(domains) == 1
+    if pin is not None:
+        assert {at[n][1] for n in chain} == {pin}
