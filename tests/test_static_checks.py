@@ -1,5 +1,5 @@
-"""ruff over the repository and mypy (strict) over the engine: part of the suite so a lint or type
-error fails CI like any other test."""
+"""ruff over the repository and mypy (strict) over the engine and the console's services, selectors and
+adapters (pyproject.toml [tool.mypy]): part of the suite so a lint or type error fails CI like any other test."""
 
 from __future__ import annotations
 
@@ -19,6 +19,6 @@ def test_ruff_is_clean() -> None:
     assert result.returncode == 0, result.stdout + result.stderr
 
 
-def test_mypy_strict_on_packing() -> None:
+def test_mypy_strict_on_the_engine_and_console_services() -> None:
     result = run("mypy")   # files and strictness come from [tool.mypy] in pyproject.toml
     assert result.returncode == 0, result.stdout + result.stderr

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import datetime, timedelta
 from decimal import Decimal
 from typing import Any
@@ -353,9 +353,9 @@ def pending_pods_observe(*, pods: Iterable[Any], now: datetime) -> None:
     PendingPod.objects.filter(left_at__lt=now - PENDING_MEMORY).delete()
 
 
-def _chunks(items: list[str], size: int = 1000) -> list[list[str]]:
+def _chunks(items: Sequence[Any], size: int = 1000) -> list[list[Any]]:
     # Large IN lists are split: SQLite caps the number of bound parameters per statement.
-    return [items[i:i + size] for i in range(0, len(items), size)]
+    return [list(items[i:i + size]) for i in range(0, len(items), size)]
 
 
 @transaction.atomic

@@ -43,7 +43,8 @@ def catalog_refresh(*, kind: str = "full") -> CatalogRefresh:
             region=region, kind=kind, ok=True, skipped=True,
             summary="skipped: live refresh needs LOADMASTER_CLOUD=aws and AWS credentials; "
                     "the bundled snapshot (and spot estimates) stay in force")
-    report = api.refresh_catalog(region, settings.LOADMASTER_CATALOG_CACHE, types=kind == "full",
+    cache_dir = settings.LOADMASTER_CATALOG_CACHE or str(settings.VAR_DIR / "catalog-cache")
+    report = api.refresh_catalog(region, cache_dir, types=kind == "full",
                                  on_demand=kind == "full", spot=True)
     record = CatalogRefresh.objects.create(region=region, kind=kind, ok=report.ok, summary="\n".join(report.lines()))
     _invalidate()

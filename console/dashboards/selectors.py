@@ -188,7 +188,7 @@ def window_totals(*, pools: Sequence[str] | None, start: datetime, now: datetime
     samples from the hour of `start` to `now`: hour_sums() totalled in SQL, two small queries."""
     cut = rolled_up_until(now)
     out: dict[str, dict[str, float]] = defaultdict(lambda: {"cost": 0.0, "on_demand": 0.0, "estimated": 0.0})
-    parts = []
+    parts: list[Any] = []  # hourly rollups, then the minutes since the last rollup
     if cut is not None and cut > start:
         rollups = MetricRollup.objects.filter(hour__gte=start, hour__lt=cut)
         if pools is not None:
@@ -435,7 +435,8 @@ def decisions_in_window(*, kinds: tuple[str, ...] | None = None, nodepool: str =
 
 
 def interruptions(*, nodepool: str = "", window: str = DEFAULT_WINDOW, now: datetime | None = None) -> int:
-    return decisions_in_window(kinds=(Decision.INTERRUPTION,), nodepool=nodepool, window=window, now=now).count()
+    n: int = decisions_in_window(kinds=(Decision.INTERRUPTION,), nodepool=nodepool, window=window, now=now).count()
+    return n
 
 
 # --- cost by instance family -----------------------------------------------------------------
@@ -517,7 +518,7 @@ def cost_by_family(*, nodepool: str = "", window: str = DEFAULT_WINDOW,
     for pool, itype, price, created, launched, terminated in qs.values_list(
             "nodepool_name", "instance_type", "price_per_hour", "created_at", "launched_at", "terminated_at"):
         claims[pool].append(((launched or created).timestamp(), terminated.timestamp() if terminated else far,
-                             family_of(itype), float(price)))
+                             family_of(itype), float(price or 0)))  # price is not null (filtered)
     out: dict[str, float] = defaultdict(float)
     for pool, pool_rows in by_pool.items():
         weights = _family_weights(claims.get(pool, []), [(a.timestamp(), b.timestamp()) for a, b, _ in pool_rows])
@@ -648,4 +649,5 @@ def timeline_counts(*, nodepool: str = "", window: str = DEFAULT_WINDOW, now: da
 
 
 def last_sample_at() -> datetime | None:
-    return MetricSample.objects.aggregate(m=Max("at"))["m"]
+    last: datetime | None = MetricSample.objects.aggregate(m=Max("at"))["m"]
+    return last

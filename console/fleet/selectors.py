@@ -57,8 +57,8 @@ def nodepool_list(*, queryset: QuerySet[NodePool] | None = None) -> list[PoolUsa
     claims = NodeClaim.objects.active().filter(nodepool_name__in=[p.name for p in pools]).exclude(
         _OF_DELETED_POOL).values("nodepool_name", "capacity", "allocatable", "price_per_hour")
     per_pool: dict[str, list[dict[str, Any]]] = {}
-    for claim in claims:
-        per_pool.setdefault(claim["nodepool_name"], []).append(claim)
+    for row in claims:
+        per_pool.setdefault(row["nodepool_name"], []).append(dict(row))
     problems: dict[str, list[NodePoolProblem]] = {}
     for problem in NodePoolProblem.objects.filter(nodepool__in=[p.name for p in pools]):
         problems.setdefault(problem.nodepool, []).append(problem)

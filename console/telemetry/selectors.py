@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, cast
 
 from django.db.models import Count, DateTimeField, Func, Max, Q, QuerySet, Sum
 from django.db.models.functions import TruncHour
@@ -35,10 +35,12 @@ class HourBucket(Func):
     def as_postgresql(self, compiler: Any, connection: Any, **extra: Any) -> Any:
         return self.as_sql(compiler, connection, template="date_trunc('hour', %(expressions)s)", **extra)
 
-    def as_sql(self, compiler: Any, connection: Any, **extra: Any) -> Any:
-        if "template" not in extra:
-            return compiler.compile(TruncHour(*self.source_expressions))
-        return super().as_sql(compiler, connection, **extra)
+    def as_sql(self, compiler: Any, connection: Any, function: str | None = None, template: str | None = None,
+               arg_joiner: str | None = None, **extra: Any) -> Any:
+        if template is None:
+            return compiler.compile(TruncHour(cast(Any, self.source_expressions[0])))
+        return super().as_sql(compiler, connection, function=function, template=template, arg_joiner=arg_joiner,
+                              **extra)
 
 
 def floor_hour(t: datetime) -> datetime:
