@@ -1,5 +1,5 @@
 """Loadmaster console settings. Every deploy-time knob is read from the environment here and only
-here (see README, "Settings"); the defaults run the embedded demo: SQLite, an SQLite-backed Celery
+here (see docs/settings.md); the defaults run the embedded demo: SQLite, an SQLite-backed Celery
 broker and simulated backends, with nothing else to install."""
 
 from __future__ import annotations
@@ -152,7 +152,7 @@ SESSION_COOKIE_HTTPONLY = True
 CSRF_COOKIE_SECURE = env_bool("SECURE_COOKIES", False)
 SESSION_COOKIE_SECURE = CSRF_COOKIE_SECURE
 X_FRAME_OPTIONS = "DENY"
-# HTTPS behind a TLS-terminating proxy or ingress (README, "Production install"): trust the header the
+# HTTPS behind a TLS-terminating proxy or ingress (docs/install.md): trust the header the
 # proxy sets (e.g. X-Forwarded-Proto: https; only when the proxy overwrites it), redirect plain HTTP and
 # send HSTS. `manage.py check --deploy` passes with these set.
 _proxy_header = (env_str("SECURE_PROXY_SSL_HEADER", "") or "").strip()
@@ -240,7 +240,7 @@ CELERY_BEAT_SCHEDULE = {
 
 LOADMASTER_CLUSTER_NAME = env_str("LOADMASTER_CLUSTER_NAME", "demo") or "demo"
 
-# Backends (see README, "Backends"). The embedded default simulates both the cluster and the cloud.
+# Backends (see docs/loops.md, "Backends"). The embedded default simulates both the cluster and the cloud.
 LOADMASTER_CLUSTER = env_choice("LOADMASTER_CLUSTER", "simulated", ("simulated", "kubernetes"))
 LOADMASTER_CLOUD = env_choice("LOADMASTER_CLOUD", "simulated", ("simulated", "aws"))
 LOADMASTER_KUBECONFIG = env_str("LOADMASTER_KUBECONFIG", "") or None

@@ -2,7 +2,7 @@
 user name or address out for a while — on the login page and on /api/token/ alike.
 
 Failures are counted in Django's cache ("default"), so every web process must share one cache for
-the limit to hold across processes (README, "Settings": the default file cache in LOADMASTER_VAR_DIR
+the limit to hold across processes (docs/settings.md: the default file cache in LOADMASTER_VAR_DIR
 is shared by the processes of one machine; several machines need LOADMASTER_CACHE_URL=redis://…).
 A lockout ends when its window does: the counter expires LOADMASTER_LOGIN_LOCKOUT_SECONDS after the
 first failure that started it; the right password during the lockout is refused like a wrong one.
@@ -38,7 +38,7 @@ def _limits() -> tuple[int, int, int]:
 
 
 def client_address(request: HttpRequest) -> str:
-    # REMOTE_ADDR only: X-Forwarded-For is whatever the client wants it to be (README: behind a proxy,
+    # REMOTE_ADDR only: X-Forwarded-For is whatever the client wants it to be (docs/console.md: behind a proxy,
     # have it set REMOTE_ADDR, e.g. gunicorn's --forwarded-allow-ips).
     return str(request.META.get("REMOTE_ADDR") or "unknown")
 

@@ -131,7 +131,7 @@ def _fail(text: str) -> int:
 
 
 def production_env(work: Path, port: int, metrics_token: str) -> dict[str, str]:
-    """Production settings as README ("Production install") documents them, behind a TLS proxy."""
+    """Production settings as docs/install.md documents them, behind a TLS proxy."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("LOADMASTER_", "DATABASE_URL", "CELERY_"))}
     env.update({
         "DJANGO_SETTINGS_MODULE": "console.settings",

@@ -3,7 +3,7 @@
 An operator configures channels, but must never be able to make the server send its own secrets
 (SECRET_KEY, DATABASE_URL…) to a URL of their choosing. So:
 
-- ``secret_env`` names only variables under ``LOADMASTER_SLACK_`` (README, "Slack cost alerts");
+- ``secret_env`` names only variables under ``LOADMASTER_SLACK_`` (docs/alerts.md);
 - webhooks go to hooks.slack.com and the Web API to slack.com, over https, unless the host is listed
   in LOADMASTER_SLACK_ALLOWED_HOSTS (a proxy or a test double; http allowed there).
 

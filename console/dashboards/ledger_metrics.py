@@ -5,7 +5,7 @@ Counters are counts of rows that are never deleted, so they only go up, and ever
 answering a scrape computes the same value: nothing is counted in a process's memory.
 
 Karpenter's reason values, lowercase as Karpenter writes them, come from Loadmaster's own records:
-see NODECLAIM_REASONS and the README's "Dashboards and Prometheus" section for the mapping."""
+see NODECLAIM_REASONS and docs/dashboards.md for the mapping."""
 
 from __future__ import annotations
 

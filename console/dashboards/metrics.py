@@ -1,7 +1,7 @@
 """/metrics in Prometheus text format with Karpenter v1's metric names, types and label sets, so
 Karpenter's own Grafana dashboards work unchanged, plus Loadmaster's cost and savings gauges.
 
-Where each figure comes from (see the README's "Dashboards and Prometheus" for the list):
+Where each figure comes from (docs/dashboards.md lists them):
 - gauges of the live cluster (nodes, pods, NodePool cost, eligible nodes): live_metrics, from a read
   of the cluster shared by the scrapes of one process for LOADMASTER_DASHBOARD_LIVE_SECONDS;
 - counters and summaries: ledger_metrics, from the database on every scrape, so they do not depend

@@ -61,7 +61,7 @@ POOLS = {
 def _pool(extra: Sequence[Requirement] = (), *, kind: str = "example") -> NodePool:
     # "example": Karpenter's documented example NodePool (c, m and r families, generation 3 and later), on-demand;
     # "full": every on-demand Linux type (what issue 5 asks for); "full-no-burstable": the same without the t
-    # family, whose 2-vCPU sizes price a vCPU far below any other type (see the README)
+    # family, whose 2-vCPU sizes price a vCPU far below any other type (see docs/performance.md)
     reqs = [
         Requirement.new("kubernetes.io/os", "In", ["linux"]),
         Requirement.new("karpenter.sh/capacity-type", "In", ["on-demand"]),

@@ -1,7 +1,7 @@
 """Run the web server, a Celery worker and Celery beat together; Ctrl-C stops all three.
 
 This is the embedded default behind the README's run command. In production each runs as its
-own deployment (see README), and workers scale out; here one of each is enough.
+own deployment (see docs/install.md), and workers scale out; here one of each is enough.
 """
 
 from __future__ import annotations
