@@ -17,6 +17,10 @@ Consolidation: `build_cluster`, `consolidate`, `explain_node`.
 Catalog: `resolve_catalog` / `builtin_catalog` for a run, `load_builtin` for the bundled or cached data,
 `refresh_catalog` to pull live data into that cache.
 
+The leaf value types and parsers the console also uses (quantities, durations, cron schedules, requirements,
+taints, the bounded YAML reader, the CRD defaults and well-known labels) are re-exported here, so that the
+console imports the engine through this module only (tests/packing/test_imports.py checks it).
+
 Results are the engine's typed dataclasses. JSON is made only where it is printed or stored: `plan_json` and
 `report_json` are the CLIs' documents (and what the console stores in a snapshot replay).
 """
@@ -30,6 +34,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from packing import yamlinput
 from packing.bound import lower_bound
 from packing.catalog import (
     CatalogError,
@@ -40,16 +45,29 @@ from packing.catalog import (
     live,
     load_builtin,
 )
+from packing.catalog.allocatable import VM_MEMORY_OVERHEAD_PERCENT
+from packing.catalog.snapshot import load_bundled
+from packing.cron import CronError, CronSchedule
 from packing.disruption import Action, Cluster, MinSavings, NotDisrupted, Report, consolidate, parse_time
 from packing.disruption.inputs import Extras, build_cluster, parse_texts, read_extras, read_files
 from packing.disruption.model import CheapestOption, NotDisruptedCategory
 from packing.disruption.output import action_json, not_disrupted_json
 from packing.disruption.output import render_json as report_json
 from packing.documents import DEFAULT_MAX_INPUT_BYTES, ByteBudget
+from packing.durations import DurationError, parse_duration
 from packing.fields import FieldError, InputError
 from packing.instancetype import InstanceType, Offering
 from packing.kubeobjects import Inputs, add_object, expand_workloads, expansion_plan
-from packing.nodepool import ExistingNodeSpec, NodePool
+from packing.nodepool import (
+    BUDGET_NODES_DEFAULT,
+    CONSOLIDATE_AFTER_DEFAULT,
+    CONSOLIDATION_POLICY_DEFAULT,
+    EXPIRE_AFTER_DEFAULT,
+    INITIALIZED_LABEL,
+    NODEPOOL_LABEL,
+    ExistingNodeSpec,
+    NodePool,
+)
 from packing.plan_output import nodeclaim_json, reason_json, unschedulable_json
 from packing.plan_output import render_json as plan_json
 from packing.planning import (
@@ -62,14 +80,41 @@ from packing.planning import (
 )
 from packing.pods import Pod
 from packing.podspec import parse_pod_spec
-from packing.quantity import QuantityError, format_quantity, parse_quantity
-from packing.requirements import MinValuesPolicy
-from packing.resources import Resources
+from packing.quantity import MAX_QUANTITY, QuantityError, format_quantity, parse_quantity
+from packing.requirements import MinValuesPolicy, Requirement, Requirements
+from packing.resources import CPU, MEMORY, PODS, Resources
 from packing.scheduling.reasons import MISMATCH_KINDS, Reason, ReasonKind
 from packing.scheduling.results import ExistingPlacement, PlannedNodeClaim, Results
 from packing.scheduling.scheduler import Scheduler
+from packing.taints import EFFECTS, Taint, first_untolerated
+from packing.yamlinput import brief, load_all, load_one
 
 __all__ = [
+    "yamlinput",
+    "VM_MEMORY_OVERHEAD_PERCENT",
+    "load_bundled",
+    "CronError",
+    "CronSchedule",
+    "DurationError",
+    "parse_duration",
+    "BUDGET_NODES_DEFAULT",
+    "CONSOLIDATE_AFTER_DEFAULT",
+    "CONSOLIDATION_POLICY_DEFAULT",
+    "EXPIRE_AFTER_DEFAULT",
+    "INITIALIZED_LABEL",
+    "NODEPOOL_LABEL",
+    "MAX_QUANTITY",
+    "Requirement",
+    "Requirements",
+    "CPU",
+    "MEMORY",
+    "PODS",
+    "EFFECTS",
+    "Taint",
+    "first_untolerated",
+    "brief",
+    "load_all",
+    "load_one",
     "DEFAULT_MAX_INPUT_BYTES",
     "MISMATCH_KINDS",
     "Action",

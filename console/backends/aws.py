@@ -350,7 +350,7 @@ def default_architecture(region: str) -> Callable[[str], str]:
     (Graviton families carry a "g" after the generation digit: m7g, c6gn, r8gd, t4g; a1 is arm64)."""
     specs: Mapping[str, Any] = {}
     try:
-        from packing.catalog.snapshot import load_bundled
+        from packing.api import load_bundled
         specs = load_bundled(region).specs
     except Exception:  # an unknown region or an unreadable snapshot only loses the lookup
         specs = {}

@@ -10,7 +10,7 @@ from django.core.exceptions import ValidationError
 from django.db import models
 from django.utils import timezone
 
-from packing.catalog import PriceOverride, PricingError
+from packing.api import PriceOverride, PricingError
 
 CAPACITY_TYPES = [("on-demand", "on-demand"), ("spot", "spot"), ("*", "both")]
 # What PriceOverride.matches compares with: "*", an instance family ("m5", "u-6tb1") or a whole

@@ -7,9 +7,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from console import adapters
-from packing.catalog import catalog_info
-from packing.catalog.allocatable import VM_MEMORY_OVERHEAD_PERCENT
-from packing.instancetype import InstanceType, Offering
+from packing.api import VM_MEMORY_OVERHEAD_PERCENT, InstanceType, Offering, catalog_info
 
 FAMILY = "karpenter.k8s.aws/instance-family"
 CATEGORY = "karpenter.k8s.aws/instance-category"

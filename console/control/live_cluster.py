@@ -28,10 +28,7 @@ from django.utils.dateparse import parse_datetime
 from console import adapters
 from console.backends.base import ClusterBackend, KubeObject
 from console.fleet.models import NodeClaim
-from packing.instancetype import InstanceType
-from packing.quantity import MAX_QUANTITY, QuantityError, parse_quantity
-from packing.resources import CPU, MEMORY, PODS
-from packing.taints import EFFECTS
+from packing.api import CPU, EFFECTS, MAX_QUANTITY, MEMORY, PODS, InstanceType, QuantityError, parse_quantity
 
 NODEPOOL_LABEL = "karpenter.sh/nodepool"
 CAPACITY_TYPE_LABEL = "karpenter.sh/capacity-type"

@@ -26,9 +26,7 @@ from console.control.provisioning import engine_catalog
 from console.fleet.models import Decision, EC2NodeClass, NodePool
 from console.telemetry import pod_startup, reasons, services
 from console.telemetry.models import MetricSample
-from packing.instancetype import InstanceType
-from packing.pods import Pod
-from packing.scheduling.scheduler import Scheduler
+from packing.api import InstanceType, Pod, Scheduler
 
 log = logging.getLogger(__name__)
 

@@ -21,9 +21,7 @@ from console.control.live_cluster import LiveCluster, NodeRow, gc_paused
 from console.dashboards import selectors
 from console.dashboards.exposition import Exposition, escape, join, labels
 from console.fleet.models import NodePool
-from packing.durations import DurationError, parse_duration
-from packing.quantity import QuantityError, parse_quantity
-from packing.resources import PODS
+from packing.api import PODS, DurationError, QuantityError, parse_duration, parse_quantity
 
 log = logging.getLogger(__name__)
 

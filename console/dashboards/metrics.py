@@ -35,7 +35,7 @@ from console.dashboards.ledger_metrics import voluntary_disruptions, write_ledge
 from console.dashboards.live_metrics import LiveRead, live_read, resource_label, write_live
 from console.fleet.models import NodeClaim, NodePool
 from console.telemetry.models import MetricSample, NodePoolProblem
-from packing.quantity import QuantityError, parse_quantity
+from packing.api import QuantityError, parse_quantity
 
 log = logging.getLogger(__name__)
 

@@ -112,7 +112,7 @@ class _Offer:
 
 def _catalog() -> dict[str, Any]:
     try:
-        from packing.catalog import load_builtin
+        from packing.api import load_builtin
 
         return {t.name: t for t in load_builtin("us-east-1", kubelet=NODECLASS["kubelet"])}
     except Exception:  # the demo must load even if the catalog is unavailable

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from console.fleet import validation
-from packing.nodepool import (
+from packing.api import (
     BUDGET_NODES_DEFAULT,
     CONSOLIDATE_AFTER_DEFAULT,
     CONSOLIDATION_POLICY_DEFAULT,

@@ -20,7 +20,7 @@ from django.core.exceptions import ValidationError
 
 from console.fleet import fieldtable, validation
 from console.fleet.models import EC2NodeClass, NodePool
-from packing.yamlinput import load_one
+from packing.api import load_one
 
 _ROW_PATH = re.compile(r"^\[(\d+)\](?:\.(\w+))?(?:\[\d+\])?: (.*)$", re.S)
 

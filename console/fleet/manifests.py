@@ -31,9 +31,8 @@ from typing import Any
 import yaml
 
 from console.fleet import fieldtable
-from packing import yamlinput
-from packing.nodepool import BUDGET_NODES_DEFAULT
-from packing.yamlinput import brief
+from packing import api
+from packing.api import BUDGET_NODES_DEFAULT, brief
 
 NODEPOOL_API_VERSION = "karpenter.sh/v1"
 NODECLASS_API_VERSION = "karpenter.k8s.aws/v1"
@@ -155,7 +154,7 @@ def load_yaml_documents(text: str) -> list[Any]:
     """All documents of a YAML stream, read by packing.yamlinput as kubectl reads YAML (timestamps stay strings,
     keys are strings, a key given twice is an error) and bounded (aliases, nesting, tags: see that module).
     Raises yaml.YAMLError (with problem and problem_mark) when malformed or refused."""
-    return list(yamlinput.load_all(text))
+    return list(api.load_all(text))
 
 
 class _Dumper(yaml.SafeDumper):

@@ -18,7 +18,7 @@ from django.urls import reverse
 from django.utils import timezone
 
 from console.fleet import validation
-from packing.nodepool import CONSOLIDATE_AFTER_DEFAULT, CONSOLIDATION_POLICY_DEFAULT, EXPIRE_AFTER_DEFAULT
+from packing.api import CONSOLIDATE_AFTER_DEFAULT, CONSOLIDATION_POLICY_DEFAULT, EXPIRE_AFTER_DEFAULT
 
 
 def _raise_issues(issues: list[validation.FieldIssue], field_names: set[str]) -> None:

@@ -10,7 +10,7 @@ from django.db.models import Q, QuerySet
 
 from console.fleet.models import ChangeRecord, Decision, EC2NodeClass, NodeClaim, NodePool
 from console.telemetry.models import NodePoolProblem
-from packing.quantity import QuantityError, format_quantity, parse_quantity
+from packing.api import QuantityError, format_quantity, parse_quantity
 
 
 @dataclass

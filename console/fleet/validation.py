@@ -19,9 +19,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from packing.cron import CronError, CronSchedule
-from packing.durations import DurationError, parse_duration
-from packing.quantity import QuantityError, parse_quantity
+from packing.api import CronError, CronSchedule, DurationError, QuantityError, parse_duration, parse_quantity
 
 OPERATORS = ("In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt", "Gte", "Lte")
 NUMERIC_OPERATORS = ("Gt", "Lt", "Gte", "Lte")

@@ -39,7 +39,7 @@ from console.backends.base import (
 from console.simulation.config import SimulationConfig
 from console.simulation.models import SimEvent, SimInstance, SimState
 from console.simulation.store import Store, digest, seeded_random, writing
-from packing.instancetype import InstanceType
+from packing.api import InstanceType
 
 log = logging.getLogger(__name__)
 
@@ -51,7 +51,7 @@ Clock = Callable[[], datetime]
 
 @functools.lru_cache(maxsize=8)
 def _catalog(region: str, kubelet_json: str) -> dict[str, InstanceType]:
-    from packing.catalog import load_builtin
+    from packing.api import load_builtin
 
     return {t.name: t for t in load_builtin(region, kubelet=json.loads(kubelet_json) or None)}
 

@@ -33,7 +33,7 @@ from console.backends.base import (
 from console.backends.kubernetes import INITIALIZED_LABEL, REGISTERED_LABEL, is_provisionable
 from console.simulation.models import SimObject
 from console.simulation.store import Store, changes, list_objects, writing
-from packing.requirements import Requirement, Requirements
+from packing.api import Requirement, Requirements
 
 Clock = Callable[[], datetime]
 # Owners whose controller replaces a pod that goes away.

@@ -25,12 +25,16 @@ from typing import Any
 from console.simulation.cluster import is_terminal, meta
 from console.simulation.models import SimObject
 from console.simulation.store import Store, rfc3339
-from packing.kubeobjects import parse_pod_spec
-from packing.nodepool import INITIALIZED_LABEL, NODEPOOL_LABEL
-from packing.pods import Pod
-from packing.quantity import QuantityError
-from packing.resources import Resources
-from packing.taints import Taint, first_untolerated
+from packing.api import (
+    INITIALIZED_LABEL,
+    NODEPOOL_LABEL,
+    Pod,
+    QuantityError,
+    Resources,
+    Taint,
+    first_untolerated,
+    parse_pod_spec,
+)
 
 _PARSE_ERRORS = (ValueError,)
 

@@ -22,7 +22,7 @@ from console.simulation.config import SimulationConfig
 from console.simulation.models import SimObject, SimState, SimWorkload
 from console.simulation.scheduler import bound, parse_pod
 from console.simulation.store import Store, rfc3339, seeded_random
-from packing.taints import Taint, first_untolerated
+from packing.api import Taint, first_untolerated
 
 WORKLOAD_LABEL = "loadmaster.dev/sim-workload"
 

@@ -62,3 +62,33 @@ def test_every_packing_module_imports_with_django_unimportable() -> None:
     assert report["modules"] == packing_modules() and "packing.scheduling.scheduler" in report["modules"]
     assert report["attempts"] == {}
     assert report["failed"] == {}, "\n".join(report["failed"].values())
+
+
+def console_engine_imports(tree: ast.AST) -> list[tuple[int, str]]:
+    """The engine modules a console module reaches: `from packing.X import …`, `import packing.X`, and the
+    names of `from packing import …` (each a module of packing)."""
+    found = [(line, module) for line, module in imported_modules(tree) if module.split(".")[0] == "packing"]
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module == "packing":
+            found = [f for f in found if f != (node.lineno, "packing")]
+            found += [(node.lineno, f"packing.{alias.name}") for alias in node.names]
+    return found
+
+
+def test_the_console_reaches_the_engine_only_through_packing_api() -> None:
+    """console/ and the loops call the engine's public API; its other modules may change shape freely."""
+    offenders = []
+    for path in sorted((ROOT / "console").rglob("*.py")):
+        for line, module in console_engine_imports(ast.parse(path.read_text(), str(path))):
+            if module != "packing.api":
+                offenders.append(f"{path.relative_to(ROOT)}:{line}: {module}")
+    assert not offenders, "import these through packing.api:\n" + "\n".join(offenders)
+
+
+def test_the_console_check_sees_each_way_of_importing(tmp_path: Path) -> None:
+    source = (
+        "from packing import api\nfrom packing.api import plan\nfrom packing import quantity\n"
+        "import packing.scheduling.solve\ndef f():\n    from packing.taints import Taint\n"
+    )
+    found = sorted(m for _, m in console_engine_imports(ast.parse(source)))
+    assert found == ["packing.api", "packing.api", "packing.quantity", "packing.scheduling.solve", "packing.taints"]
