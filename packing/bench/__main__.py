@@ -144,6 +144,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         from packing.bench.consolidate import main as consolidate_main
 
         return consolidate_main(args_list[1:])
+    if args_list[:1] == ["dump"]:
+        from packing.bench.dump import main as dump_main
+
+        return dump_main(args_list[1:])
     p = argparse.ArgumentParser(prog="python -m packing.bench")
     sub = p.add_subparsers(dest="cmd", required=True)
     plan = sub.add_parser("plan", help="benchmark the provisioning planner")
@@ -153,6 +157,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--large", action="store_true", help="also the 50,000-pod mixed-shape family (full run only)"
     )
     sub.add_parser("consolidate", help="benchmark the disruption engine (see packing.bench.consolidate)")
+    sub.add_parser("dump", help="print a kubectl-style pod dump for timing `packing plan` (see packing.bench.dump)")
     args = p.parse_args(args_list)
     report = run_plan_bench(args.quick, args.large)
     if args.json:

@@ -112,7 +112,7 @@ def taints_arm_spot(n: int, seed: int = 3) -> Workload:
     return Workload(f"taints/arm/spot {n}", 3, pods, [default_pool(), tainted])
 
 
-def _mixed_request(rnd: random.Random) -> Resources:
+def mixed_request(rnd: random.Random) -> Resources:
     """One pod of a realistic mix: 70% web-sized (250m-2 cpu at 2-4 GiB per vCPU), 20% memory-heavy
     (8 GiB per vCPU), 10% CPU-heavy (1 GiB per 2 vCPU)."""
     roll = rnd.random()
@@ -130,7 +130,7 @@ def _mixed_request(rnd: random.Random) -> Resources:
 def mixed_shapes(n: int, seed: int = 4) -> Workload:
     """Family 4: resource-only, web-sized / memory-heavy / CPU-heavy pods in 70/20/10 proportions."""
     rnd = random.Random(seed)
-    pods = [Pod(f"m-{i}", requests=_mixed_request(rnd)) for i in range(n)]
+    pods = [Pod(f"m-{i}", requests=mixed_request(rnd)) for i in range(n)]
     return Workload(f"mixed shapes {n}", 4, pods, [default_pool()])
 
 
@@ -146,7 +146,7 @@ def selector_classes(n: int, seed: int = 5) -> Workload:
     on-demand only, a third any node."""
     rnd = random.Random(seed)
     pods = [
-        Pod(f"s-{i}", requests=_mixed_request(rnd), node_selector=dict(_SELECTOR_CLASSES[i % 3]))
+        Pod(f"s-{i}", requests=mixed_request(rnd), node_selector=dict(_SELECTOR_CLASSES[i % 3]))
         for i in range(n)
     ]
     return Workload(f"selector classes {n}", 5, pods, [default_pool()])
@@ -164,7 +164,7 @@ def zonal_spread(n: int, seed: int = 6) -> Workload:
             Pod(
                 f"z-{i}",
                 labels={"app": app},
-                requests=_mixed_request(rnd),
+                requests=mixed_request(rnd),
                 spread=(TopologySpread(1, ZONE, "DoNotSchedule", sel),),
             )
         )
