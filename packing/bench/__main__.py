@@ -1,4 +1,4 @@
-"""`python -m packing.bench plan [--quick] [--json]`: speed and cost of the planner on seeded workloads.
+"""`python -m packing.bench plan [--quick] [--large] [--json]`: speed and cost of the planner on seeded workloads.
 
 For each workload it runs the planner and a Karpenter-style baseline (packing.bench.baseline: every pod
 through a pod-by-pod greedy, largest first, first-fit into NodeClaims that narrow their compatible types, each
@@ -30,10 +30,10 @@ def _peak_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
-def run_plan_bench(quick: bool) -> dict[str, Any]:
+def run_plan_bench(quick: bool, large: bool = False) -> dict[str, Any]:
     catalog, catalog_name = bench_catalog()
     rows: list[dict[str, Any]] = []
-    for wl in families(quick):
+    for wl in families(quick, large):
         sched = Scheduler(wl.pools, catalog)
         sched.solve(
             wl.pods[:50] + wl.pods[-50:]
@@ -144,14 +144,22 @@ def main(argv: Sequence[str] | None = None) -> int:
         from packing.bench.consolidate import main as consolidate_main
 
         return consolidate_main(args_list[1:])
+    if args_list[:1] == ["dump"]:
+        from packing.bench.dump import main as dump_main
+
+        return dump_main(args_list[1:])
     p = argparse.ArgumentParser(prog="python -m packing.bench")
     sub = p.add_subparsers(dest="cmd", required=True)
     plan = sub.add_parser("plan", help="benchmark the provisioning planner")
     plan.add_argument("--quick", action="store_true", help="smaller workloads (about 10 s)")
     plan.add_argument("--json", action="store_true", help="print the report as JSON")
+    plan.add_argument(
+        "--large", action="store_true", help="also the 50,000-pod mixed-shape family (full run only)"
+    )
     sub.add_parser("consolidate", help="benchmark the disruption engine (see packing.bench.consolidate)")
+    sub.add_parser("dump", help="print a kubectl-style pod dump for timing `packing plan` (see packing.bench.dump)")
     args = p.parse_args(args_list)
-    report = run_plan_bench(args.quick)
+    report = run_plan_bench(args.quick, args.large)
     if args.json:
         json.dump(report, sys.stdout, indent=2)
         print()

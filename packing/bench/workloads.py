@@ -112,13 +112,79 @@ def taints_arm_spot(n: int, seed: int = 3) -> Workload:
     return Workload(f"taints/arm/spot {n}", 3, pods, [default_pool(), tainted])
 
 
-def families(quick: bool) -> list[Workload]:
+def mixed_request(rnd: random.Random) -> Resources:
+    """One pod of a realistic mix: 70% web-sized (250m-2 cpu at 2-4 GiB per vCPU), 20% memory-heavy
+    (8 GiB per vCPU), 10% CPU-heavy (1 GiB per 2 vCPU)."""
+    roll = rnd.random()
+    if roll < 0.7:
+        cpu_m = rnd.choice([250, 500, 750, 1000, 1500, 2000])
+        gib_per_vcpu = rnd.choice([2, 3, 4])
+        return _res(cpu_m, cpu_m * gib_per_vcpu * 1024 // 1000)
+    if roll < 0.9:
+        cpu_m = rnd.choice([500, 1000, 2000, 4000])
+        return _res(cpu_m, cpu_m * 8 * 1024 // 1000)
+    cpu_m = rnd.choice([1000, 2000, 4000, 8000])
+    return _res(cpu_m, cpu_m * 512 // 1000)
+
+
+def mixed_shapes(n: int, seed: int = 4) -> Workload:
+    """Family 4: resource-only, web-sized / memory-heavy / CPU-heavy pods in 70/20/10 proportions."""
+    rnd = random.Random(seed)
+    pods = [Pod(f"m-{i}", requests=mixed_request(rnd)) for i in range(n)]
+    return Workload(f"mixed shapes {n}", 4, pods, [default_pool()])
+
+
+_SELECTOR_CLASSES: tuple[dict[str, str], ...] = (
+    {"kubernetes.io/arch": "arm64", "karpenter.sh/capacity-type": "spot"},
+    {"karpenter.sh/capacity-type": "on-demand"},
+    {},
+)
+
+
+def selector_classes(n: int, seed: int = 5) -> Workload:
+    """Family 5: the mixed shapes of family 4 under node-selector classes: a third arm64 and spot, a third
+    on-demand only, a third any node."""
+    rnd = random.Random(seed)
+    pods = [
+        Pod(f"s-{i}", requests=mixed_request(rnd), node_selector=dict(_SELECTOR_CLASSES[i % 3]))
+        for i in range(n)
+    ]
+    return Workload(f"selector classes {n}", 5, pods, [default_pool()])
+
+
+def zonal_spread(n: int, seed: int = 6) -> Workload:
+    """Family 6: the mixed shapes of family 4, every pod in one of 50 apps spread across zones (maxSkew 1,
+    DoNotSchedule)."""
+    rnd = random.Random(seed)
+    pods: list[Pod] = []
+    for i in range(n):
+        app = f"zs-{i % 50}"
+        sel = LabelSelector(Requirements([Requirement.new("app", "In", [app])]))
+        pods.append(
+            Pod(
+                f"z-{i}",
+                labels={"app": app},
+                requests=mixed_request(rnd),
+                spread=(TopologySpread(1, ZONE, "DoNotSchedule", sel),),
+            )
+        )
+    return Workload(f"zonal spread {n}", 6, pods, [default_pool()])
+
+
+def families(quick: bool, large: bool = False) -> list[Workload]:
+    """The benchmark's workloads; `large` adds the 50,000-pod mixed-shape family (about a minute more)."""
     if quick:
-        return [resource_only(2000), karpenter_mix(1000), taints_arm_spot(1000)]
-    return [
+        return [resource_only(2000), karpenter_mix(1000), taints_arm_spot(1000), mixed_shapes(2000)]
+    fams = [
         resource_only(10_000),
         karpenter_mix(1000),
         karpenter_mix(5000),
         karpenter_mix(10_000),
         taints_arm_spot(3000),
+        mixed_shapes(10_000),
+        selector_classes(10_000),
+        zonal_spread(10_000),
     ]
+    if large:
+        fams.append(mixed_shapes(50_000))
+    return fams

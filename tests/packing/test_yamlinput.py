@@ -133,3 +133,26 @@ def test_without_libyaml_the_same_rules_hold(monkeypatch: pytest.MonkeyPatch) ->
     assert problem("a: !!int x")[0] == "invalid integer 'x'"
     assert problem(aliased(MAX_ALIAS_NODES // 101 + 1))[0].startswith("aliases expand")
     assert problem("[" * 5000 + "]" * 5000)[0] == f"nested deeper than {MAX_DEPTH} levels"  # RecursionError caught
+
+
+def test_collector_is_back_on_after_each_document_and_off_state_kept() -> None:
+    import gc
+
+    from packing.yamlinput import load_all
+
+    docs = load_all("a: 1\n---\nb: 2\n")
+    assert next(docs) == {"a": 1}
+    assert gc.isenabled()  # the caller never runs with the collector off
+    gc.disable()
+    try:
+        assert next(docs) == {"b": 2}
+        assert not gc.isenabled()  # a caller that had it off keeps it off
+    finally:
+        gc.enable()
+
+
+def test_remembered_scalar_tags_keep_quoted_and_plain_apart() -> None:
+    from packing.yamlinput import load_one
+
+    text = "- 1\n- '1'\n- 1\n- '1'\n- true\n- 'true'\n- true\n- null\n- 'null'\n- null\n- x\n- x\n"
+    assert load_one(text) == [1, "1", 1, "1", True, "true", True, None, "null", None, "x", "x"]
