@@ -18,15 +18,15 @@ another exception, whatever the input:
 
 from __future__ import annotations
 
-import contextlib
 import datetime as _dt
-import gc
 import json
 from collections.abc import Callable, Iterator
 from typing import Any
 
 import yaml
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
+
+from packing.gcpause import gc_paused
 
 __all__ = [
     "MAX_ALIAS_NODES",
@@ -293,28 +293,13 @@ _Loader = loader_class(_Base)
 
 
 # ---------------------------------------------------------------- entry points
-@contextlib.contextmanager
-def _collector_paused() -> Iterator[None]:
-    """Python's cyclic garbage collector off while one document is composed and built: the millions of nodes,
-    marks and dicts of a large dump are all alive until the document is done (a tree, no cycles to find), and
-    each collection pass walks them again — 70% of the time of reading a 10,000-pod dump. Back on (if it was)
-    before the document is handed out, so the caller never runs with it off."""
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was_enabled:
-            gc.enable()
-
-
 def load_all(text: str) -> Iterator[Any]:
     """The documents of a YAML stream (None for an empty one); YamlInputError on the first bad one."""
     loader = _Loader(text)
     loader.check_aliases = "&" in text
     try:
         while loader.check_data():
-            with _collector_paused():
+            with gc_paused():  # the documents are trees: no cycles to find (gcpause.py)
                 document = loader.get_data()
             yield document
     except RecursionError:  # the pure-Python parser (no libyaml) recurses per level

@@ -39,9 +39,9 @@ from packing.disruption.repack import REPACK_MIN_DOLLARS, REPACK_MIN_FRACTION, R
 from packing.disruption.singlenode import SingleNode
 from packing.disruption.spared import not_disrupted
 from packing.disruption.state import RunState
+from packing.gcpause import gc_paused
 from packing.plan_output import nodeclaim_json
 from packing.scheduling.amounts import clamped_node, clamped_pod, representable_types
-from packing.scheduling.gcpause import gc_paused
 from packing.scheduling.results import PlannedNodeClaim
 
 __all__ = [

@@ -15,8 +15,8 @@ The modules, in the order a solve uses them (each imports only those above it, a
   relaxation (PodContext); queue: the order pods are taken in
 - existingnode, nodeclaim, firstfit: where a pod can go; limits: NodePool limit usage
 - packer (with typemix, the LP-guided type mix): cost packing of interchangeable pods; bulk: its use here
-- explain: the Reason a pool gives a pod; results: what a solve returns; solve: one solve; gcpause: the
-  collector held off during solves; scheduler: the Scheduler
+- explain: the Reason a pool gives a pod; results: what a solve returns; solve: one solve; scheduler: the
+  Scheduler (packing.gcpause holds the collector off during solves)
 - verify: an independent check of any plan
 
 This package's __init__ imports none of them, so that packing.bound (which the solve imports) can import

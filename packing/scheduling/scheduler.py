@@ -14,6 +14,7 @@ from collections.abc import Collection, Mapping, Sequence
 from enum import StrEnum
 
 from packing import bound
+from packing.gcpause import gc_paused
 from packing.instancetype import InstanceType
 from packing.nodepool import (
     CAPACITY_TYPE_LABEL,
@@ -30,7 +31,6 @@ from packing.requirements import MinValuesPolicy
 from packing.resources import CPU, MEMORY, PODS
 from packing.scheduling import reasons
 from packing.scheduling.amounts import clamped_node, clamped_pod, no_options_reason, representable_types
-from packing.scheduling.gcpause import gc_paused
 from packing.scheduling.reasons import Reason
 from packing.scheduling.results import Results
 from packing.scheduling.solve import Solve

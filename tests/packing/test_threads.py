@@ -22,7 +22,7 @@ from packing.bench.workloads import karpenter_mix, resource_only
 from packing.bound import lower_bound
 from packing.disruption import consolidate
 from packing.disruption.model import Report
-from packing.scheduling.gcpause import gc_paused
+from packing.gcpause import gc_paused
 from packing.scheduling.results import Results
 from packing.scheduling.scheduler import Scheduler
 

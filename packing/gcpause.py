@@ -1,4 +1,5 @@
-"""Holding off Python's cyclic garbage collector while solves run, safely when several threads solve at once.
+"""Holding off Python's cyclic garbage collector while solves run and documents are read, safely when several
+threads do so at once (one count for the process: the collector is process-wide).
 
 A solve allocates tens of thousands of short-lived objects that reference counting frees, and no cycles
 worth collecting; each allocation burst still triggers collections that walk everything the process holds
