@@ -19,6 +19,9 @@ from packing.nodepool import ExistingNodeSpec, NodePool, PodDisruptionBudget
 from packing.pods import LabelSelector, Pod, PodAffinityTerm, TopologySpread
 from packing.requirements import Requirement, Requirements
 from packing.resources import Resources
+from packing.scheduling.results import Results
+from packing.scheduling.scheduler import Scheduler
+from packing.scheduling.verify import check_plan
 from packing.taints import Taint, Toleration
 
 ZONES = ("us-east-1a", "us-east-1b", "us-east-1c")
@@ -263,3 +266,22 @@ def cluster(
         settings=st,
         pod_meta=dict(meta or {}),
     )
+
+
+def solve(pods: list[Pod], pools: list[NodePool] | None = None, **kw: object) -> tuple[Scheduler, Results]:
+    """A Scheduler's plan for `pods` (one on-demand pool and catalog() unless given), checked by check_plan."""
+    s = Scheduler(pools if pools is not None else [on_demand_pool()], kw.pop("cat", None) or catalog(), **kw)  # type: ignore[arg-type]
+    r = s.solve(pods, lower_bound=True)
+    assert check_plan(s, pods, r) == []
+    return s, r
+
+
+def where(r: Results, name: str) -> str:
+    """The NodeClaim or existing node the plan puts pod `name` on."""
+    for c in r.nodeclaims:
+        if any(p.name == name for p in c.pods):
+            return c.name
+    for e in r.existing:
+        if any(p.name == name for p in e.pods):
+            return e.name
+    raise AssertionError(f"{name} not placed: {r.unschedulable}")

@@ -9,8 +9,6 @@ from __future__ import annotations
 import pytest
 
 from packing.disruption import consolidate
-from packing.nodepool import NodePool
-from packing.pods import Pod
 from packing.resources import Resources
 from packing.scheduling.preferences import PodContext
 from packing.scheduling.results import Results
@@ -30,26 +28,11 @@ from tests.engine_builders import (
     pod,
     req,
     small_catalog,
+    solve,
     spread,
     term,
+    where,
 )
-
-
-def solve(pods: list[Pod], pools: list[NodePool] | None = None, **kw: object) -> tuple[Scheduler, Results]:
-    s = Scheduler(pools if pools is not None else [on_demand_pool()], kw.pop("cat", None) or catalog(), **kw)  # type: ignore[arg-type]
-    r = s.solve(pods, lower_bound=True)
-    assert check_plan(s, pods, r) == []
-    return s, r
-
-
-def where(r: Results, name: str) -> str:
-    for c in r.nodeclaims:
-        if any(p.name == name for p in c.pods):
-            return c.name
-    for e in r.existing:
-        if any(p.name == name for p in e.pods):
-            return e.name
-    raise AssertionError(f"{name} not placed: {r.unschedulable}")
 
 
 def zone_of(r: Results, name: str) -> str:

@@ -24,27 +24,12 @@ from tests.engine_builders import (
     pool,
     req,
     sel,
+    solve,
     spread,
     term,
     tol,
+    where,
 )
-
-
-def solve(pods: list[Pod], pools: list[NodePool] | None = None, **kw: object) -> tuple[Scheduler, Results]:
-    s = Scheduler(pools if pools is not None else [on_demand_pool()], kw.pop("cat", None) or catalog(), **kw)  # type: ignore[arg-type]
-    r = s.solve(pods, lower_bound=True)
-    assert check_plan(s, pods, r) == []
-    return s, r
-
-
-def where(r: Results, name: str) -> str:
-    for c in r.nodeclaims:
-        if any(p.name == name for p in c.pods):
-            return c.name
-    for e in r.existing:
-        if any(p.name == name for p in e.pods):
-            return e.name
-    raise AssertionError(f"{name} not placed")
 
 
 def claim_of(r: Results, name: str):  # type: ignore[no-untyped-def]
