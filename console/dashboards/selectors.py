@@ -595,7 +595,9 @@ def reasons_history(*, window: str = DEFAULT_WINDOW,
 
 
 def reasons_nodepool(reason: str) -> str:
-    """"nodepool gpu: taint … not tolerated" → "gpu" (the filter matches on it)."""
+    """"nodepool gpu: taint … not tolerated" → "gpu" (the filter matches on it). The key is the console's own
+    (console.telemetry.reasons writes it from each reason's `nodepool` field; NodePool names hold no ':'), not
+    the engine's wording."""
     if reason.startswith("nodepool ") and ":" in reason:
         return reason[len("nodepool "):].split(":", 1)[0]
     return ""

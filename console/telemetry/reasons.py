@@ -18,14 +18,25 @@ NO_REASON = "no reason recorded"
 NOT_RECORDED = "reason not recorded (older sample)"
 POD_PREFIX = "pod: "
 
-# How close a NodePool came to taking the pod, by the kind of reason it gives: a limit or capacity that
-# blocks a pod the pool is meant for decides more than a taint or a label the pod was never meant to match.
-_REASON_RANKS = (("limit ", 0), ("would be exceeded", 0), ("no instance type", 1), ("topology", 2),
+# How close a NodePool came to taking the pod, by the kind of reason it gives (the engine's ReasonKind): a
+# limit or capacity that blocks a pod the pool is meant for decides more than a taint or a label the pod was
+# never meant to match. Kinds not listed rank in the middle.
+_KIND_RANKS = {"limit": 0, "resources": 1, "constraints": 1, "offering": 1, "topology": 2, "node_affinity": 2,
+               "requirement_conflict": 3, "requirement_labels": 3, "taint": 4, "nodepool_unusable": 5}
+# Verdicts stored before reasons carried their kind: ranked by their wording, as they were then.
+_LEGACY_RANKS = (("limit ", 0), ("would be exceeded", 0), ("no instance type", 1), ("topology", 2),
                  ("affinity", 2), ("requirement", 3), ("label", 3), ("taint", 4), ("nodepool unusable", 5))
 
 
-def _reason_rank(reason: str) -> int:
-    return next((rank for needle, rank in _REASON_RANKS if needle in reason), 2)
+def _reason_rank(item: Mapping[str, Any]) -> int:
+    kind = item.get("kind")
+    if isinstance(kind, str):
+        detail = item.get("detail")
+        if kind == "offering" and isinstance(detail, Mapping) and "key" in detail:
+            return 3  # one requirement of the pod's matches no offering: a label it asks for
+        return _KIND_RANKS.get(kind, 2)
+    reason = str(item.get("reason", ""))
+    return next((rank for needle, rank in _LEGACY_RANKS if needle in reason), 2)
 
 
 def deciding_reason(reasons: Sequence[Mapping[str, Any]] | None) -> str:
@@ -34,7 +45,7 @@ def deciding_reason(reasons: Sequence[Mapping[str, Any]] | None) -> str:
     items = [r for r in reasons or [] if isinstance(r, Mapping)]
     if not items:
         return NO_REASON
-    best = min(enumerate(items), key=lambda ir: (_reason_rank(str(ir[1].get("reason", ""))), ir[0]))[1]
+    best = min(enumerate(items), key=lambda ir: (_reason_rank(ir[1]), ir[0]))[1]
     pool, reason = best.get("nodepool") or "", str(best.get("reason", ""))
     return f"nodepool {pool}: {reason}" if pool else reason
 

@@ -88,3 +88,14 @@ def test_page_draws_both_charts(viewer_client: Client, db: Any, monkeypatch: Any
     assert [sum(col) for col in zip(*per_pod.values(), strict=True)] == [4, 4, 4]
     _, per_pool, stacked = drawn["chart-reasons-pools"]
     assert not stacked and len(per_pool) == 4  # three pools' reasons and the provisioner's wait
+
+
+def test_deciding_reason_follows_the_reason_kind_not_its_wording() -> None:
+    """Verdicts carry the engine's kind: the deciding pool is chosen by it, whatever the sentences say."""
+    taint = {"nodepool": "gpu", "reason": "reworded: limit would be exceeded", "kind": "taint", "detail": {}}
+    limit = {"nodepool": "default", "reason": "reworded: a taint", "kind": "limit", "detail": {}}
+    assert reasons.deciding_reason([taint, limit]) == "nodepool default: reworded: a taint"
+    # an offering refusal of one requirement is a label the pod asks for; of the pool as a whole, a capacity
+    label = {"nodepool": "a", "reason": "r1", "kind": "offering", "detail": {"key": "size"}}
+    capacity = {"nodepool": "b", "reason": "r2", "kind": "offering", "detail": {}}
+    assert reasons.deciding_reason([label, capacity]) == "nodepool b: r2"
