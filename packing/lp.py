@@ -72,6 +72,25 @@ def new_solver() -> Any:
     return h
 
 
+def _load_columns(
+    h: Any,
+    row_lower: npt.NDArray[np.float64],
+    row_upper: npt.NDArray[np.float64],
+    col_cost: npt.NDArray[np.float64],
+    col_upper: npt.NDArray[np.float64],
+    starts: npt.NDArray[np.int32],
+    index: npt.NDArray[np.int32],
+    value: npt.NDArray[np.float64],
+) -> None:
+    """The rows (bounds only) and then the columns (cost, bounds 0..col_upper, column-wise entries) into `h`."""
+    n_cols = int(col_cost.size)
+    h.addRows(
+        int(row_lower.size), row_lower, row_upper, 0, np.zeros(0, dtype=np.int32), np.zeros(0, dtype=np.int32),
+        np.zeros(0),
+    )
+    h.addCols(n_cols, col_cost, np.zeros(n_cols), col_upper, int(index.size), starts, index, value)
+
+
 @dataclass(frozen=True)
 class LpSolution:
     col_value: npt.NDArray[np.float64]
@@ -97,12 +116,7 @@ def solve_columns(
     import highspy
 
     h = new_solver()
-    n_rows = int(row_lower.size)
-    n_cols = int(col_cost.size)
-    h.addRows(
-        n_rows, row_lower, row_upper, 0, np.zeros(0, dtype=np.int32), np.zeros(0, dtype=np.int32), np.zeros(0)
-    )
-    h.addCols(n_cols, col_cost, np.zeros(n_cols), col_upper, int(index.size), starts, index, value)
+    _load_columns(h, row_lower, row_upper, col_cost, col_upper, starts, index, value)
     if not presolve:
         h.setOptionValue("presolve", "off")
     h.run()
@@ -143,16 +157,12 @@ def solve_integer(
     import highspy
 
     h = new_solver()
-    n_rows = int(row_lower.size)
     n_cols = int(col_cost.size)
     h.setOptionValue("time_limit", float(time_limit))
     h.setOptionValue("mip_max_nodes", int(max_nodes))
     if cutoff < INF:
         h.setOptionValue("objective_bound", float(cutoff))
-    h.addRows(
-        n_rows, row_lower, row_upper, 0, np.zeros(0, dtype=np.int32), np.zeros(0, dtype=np.int32), np.zeros(0)
-    )
-    h.addCols(n_cols, col_cost, np.zeros(n_cols), col_upper, int(index.size), starts, index, value)
+    _load_columns(h, row_lower, row_upper, col_cost, col_upper, starts, index, value)
     kinds = np.full(n_cols, highspy.HighsVarType.kInteger)
     h.changeColsIntegrality(n_cols, np.arange(n_cols, dtype=np.int32), kinds)
     h.run()

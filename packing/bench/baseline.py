@@ -41,7 +41,6 @@ from packing.scheduling.scheduler import Scheduler
 from packing.scheduling.solve import Solve
 from packing.scheduling.templates import PoolTemplate, TypeOption
 from packing.scheduling.vectors import fits
-from packing.taints import first_untolerated
 
 __all__ = ["ACCELERATORS", "karpenter_baseline"]
 
@@ -114,17 +113,7 @@ class _Baseline:
 
     def _open_claim(self, ctx: PodContext) -> bool:
         sv = self.sv
-        for tpl in sv.tpls:
-            if first_untolerated(
-                tpl.pool.taints, ctx.pod.tolerations, include_prefer=not ctx.tolerate_prefer
-            ):
-                continue
-            if not tpl.options:
-                continue
-            used = np.asarray(ctx.vec, dtype=np.int64)
-            mask = (tpl.alloc_matrix >= used).all(axis=1)
-            if tpl.pool.limits:
-                mask &= sv.limits.mask(tpl)
+        for tpl, mask in sv.launchable(ctx):
             idx = self._generic_only(ctx, tpl, np.flatnonzero(mask).astype(np.int64))
             if not idx.size:
                 continue

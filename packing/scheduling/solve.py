@@ -15,7 +15,7 @@ Karpenter's queue re-pushes it). Two departures make the plan cheaper than Karpe
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -52,6 +52,7 @@ from packing.taints import first_untolerated
 
 if TYPE_CHECKING:
     from packing.scheduling.scheduler import Scheduler
+    from packing.scheduling.templates import PoolTemplate
 
 __all__ = ["MAX_OPTIONS", "Solve"]
 
@@ -237,18 +238,22 @@ class Solve:
         self.claim_seq[pool] = n
         return f"{pool}-{n}"
 
-    def _open_claim(self, ctx: PodContext) -> bool:
+    def launchable(self, ctx: PodContext) -> Iterator[tuple[PoolTemplate, npt.NDArray[np.bool_]]]:
+        """The pools, in order, whose taints the pod tolerates, each with the mask of its instance types that
+        hold the pod alone within the pool's limits: where a new NodeClaim for the pod may start."""
+        used = np.asarray(ctx.vec, dtype=np.int64)
         for tpl in self.tpls:
-            if first_untolerated(
-                tpl.pool.taints, ctx.pod.tolerations, include_prefer=not ctx.tolerate_prefer
-            ):
+            if first_untolerated(tpl.pool.taints, ctx.pod.tolerations, include_prefer=not ctx.tolerate_prefer):
                 continue
             if not tpl.options:
                 continue
-            used = np.asarray(ctx.vec, dtype=np.int64)
-            mask = (tpl.alloc_matrix >= used).all(axis=1)
+            mask: npt.NDArray[np.bool_] = np.asarray((tpl.alloc_matrix >= used).all(axis=1))
             if tpl.pool.limits:
                 mask &= self.limits.mask(tpl)
+            yield tpl, mask
+
+    def _open_claim(self, ctx: PodContext) -> bool:
+        for tpl, mask in self.launchable(ctx):
             cap = None if self._hostname_affine(ctx) else self.size_caps.get(tpl.name)
             masks = [mask]
             if cap is not None and bool((mask & cap).any()):
