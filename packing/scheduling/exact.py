@@ -42,7 +42,10 @@ __all__ = ["GROUP_SECONDS", "MAX_ENUMERATED", "MAX_INTEGER_PROGRAMS", "MAX_PODS"
 MAX_PODS = 30  # pods of one group solved exactly (each may need its own node: as many bins)
 MAX_ENUMERATED = 10  # up to this many pods, every split into nodes is tried (3^n steps) instead of HiGHS
 GROUP_SECONDS = 0.25  # HiGHS time limit per group
-MAX_INTEGER_PROGRAMS = 2  # groups per solve given to HiGHS (the smaller ones are enumerated, without a cap)
+# Groups per solve given to HiGHS (those of up to MAX_ENUMERATED pods are enumerated, without a cap). Off: on the
+# built-in catalog HiGHS seldom finished a group within GROUP_SECONDS, and consolidation's many small solves paid
+# for it (docs/engine.md); _solve_group still takes the integer path when called on a larger group.
+MAX_INTEGER_PROGRAMS = 0
 _EPS = 1e-9
 _BASIC = frozenset({CPU, MEMORY, PODS})
 
