@@ -200,6 +200,10 @@ def _since(condition: NodeCondition | None) -> str:
     return condition.since.isoformat() if condition is not None and condition.since is not None else "?"
 
 
+def _policy_text(health: NodeHealth) -> str:
+    return health.policy.text() if health.policy is not None else "?"
+
+
 def _snake(name: str) -> str:
     """Karpenter's pretty.ToSnakeCase for the metric's condition label: AcceleratedHardwareReady ->
     accelerated_hardware_ready."""
@@ -264,8 +268,7 @@ def _record_blocked(gate: Gate, held: Sequence[str], health: Mapping[str, NodeHe
             last.details.get(k) == v for k, v in key.items()):
         return
     pool = claims[held[0]].nodepool if held and gate.scope == "nodepool" else None
-    conditions = ", ".join(f"{n} ({health[n].policy.text() if health[n].policy else '?'} since "
-                           f"{_since(health[n].condition)})" for n in sorted(held))
+    conditions = ", ".join(f"{n} ({_policy_text(health[n])} since {_since(health[n].condition)})" for n in sorted(held))
     Decision.objects.create(
         at=now, kind=Decision.DISRUPTION, nodepool=pool, nodepool_name=gate.name,
         nodes=[claims[n].name for n in sorted(held)],
