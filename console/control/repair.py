@@ -27,7 +27,6 @@ karpenter_nodeclaims_unhealthy_disrupted_total) are computed from those records 
 from __future__ import annotations
 
 import logging
-import math
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -100,7 +99,8 @@ class Gate:
 
     @property
     def threshold(self) -> int:
-        return math.ceil(self.total * UNHEALTHY_PERCENT / 100)
+        # Integer ceiling: exact for any count, as intstr.GetScaledValueFromIntOrPercent rounding up.
+        return -(-self.total * UNHEALTHY_PERCENT // 100)
 
     @property
     def open(self) -> bool:
