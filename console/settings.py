@@ -9,7 +9,6 @@ from pathlib import Path
 
 from django.core.exceptions import ImproperlyConfigured
 
-from console.control.repair_policy import DEFAULT_POLICIES, policies_parse
 from console.env import (
     database_from_url,
     env_bool,
@@ -19,6 +18,7 @@ from console.env import (
     env_str,
     local_secret_key,
 )
+from console.repair_policy import DEFAULT_POLICIES, policies_parse
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 # Templates and static files: a wheel (`pip install .`, the Dockerfile) carries them in console/assets/

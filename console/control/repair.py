@@ -40,9 +40,9 @@ from django.utils import timezone
 from console.backends.base import CloudProvider, ClusterBackend, KubeObject, NodeNotFound
 from console.backends.kubernetes import NodeCondition, node_conditions
 from console.control.locks import LockBusy, loop_lock
-from console.control.repair_policy import RepairPolicy, duration_text
 from console.control.termination import drainable
 from console.fleet.models import Decision, NodeClaim
+from console.repair_policy import RepairPolicy, duration_text
 
 log = logging.getLogger(__name__)
 

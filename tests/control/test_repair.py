@@ -159,7 +159,7 @@ def test_repair_is_off_by_default_and_one_worker_repairs(world: World, settings:
 
 
 def test_an_operator_condition_with_its_own_toleration(world: World, settings: Any) -> None:
-    from console.control.repair_policy import DEFAULT_POLICIES, policies_parse
+    from console.repair_policy import DEFAULT_POLICIES, policies_parse
 
     clock, config, cluster, cloud = world
     claims = _running_fleet(world, 1)

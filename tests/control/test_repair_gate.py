@@ -12,8 +12,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from console.control.repair import Gate, gate_for, gates, node_health
-from console.control.repair_policy import DEFAULT_POLICIES, duration_parse, duration_text, policies_parse
 from console.fleet.models import NodeClaim
+from console.repair_policy import DEFAULT_POLICIES, duration_parse, duration_text, policies_parse
 
 T0 = datetime(2026, 1, 5, 12, 0, tzinfo=UTC)
 

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from console.backends.kubernetes import node_conditions
-from console.control.repair_policy import (
+from console.repair_policy import (
     DEFAULT_POLICIES,
     ConditionStatus,
     RepairPolicy,

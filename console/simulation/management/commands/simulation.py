@@ -10,7 +10,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.utils import timezone
 
 from console.backends.base import NodeNotFound
-from console.control.repair_policy import condition_parse
+from console.repair_policy import condition_parse
 from console.simulation import services
 from console.simulation.cloud import SimulatedCloud
 from console.simulation.models import SimWorkload
