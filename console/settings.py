@@ -18,6 +18,7 @@ from console.env import (
     env_str,
     local_secret_key,
 )
+from console.repair_policy import DEFAULT_POLICIES, policies_parse
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 # Templates and static files: a wheel (`pip install .`, the Dockerfile) carries them in console/assets/
@@ -236,6 +237,9 @@ CELERY_BEAT_SCHEDULE = {
     # The simulated world (embedded default): instances boot, nodes register, the demo workloads
     # follow the compressed day, spot capacity is reclaimed. Does nothing with real backends.
     "simulation_tick": {"task": "console.simulation.tasks.tick", "schedule": 5.0},
+    # Node repair (LOADMASTER_NODE_REPAIR; does nothing when off): tolerations are minutes long, so a 30 s
+    # look at the nodes' conditions repairs a node within a tick of its toleration running out.
+    "repair": {"task": "console.control.tasks.repair", "schedule": 30.0},
 }
 
 LOADMASTER_CLUSTER_NAME = env_str("LOADMASTER_CLUSTER_NAME", "demo") or "demo"
@@ -277,6 +281,16 @@ LOADMASTER_CONSOLIDATION_REPACK = env_bool("LOADMASTER_CONSOLIDATION_REPACK", Tr
 # leaves the pods unschedulable on that pool, BestEffort relaxes the minimum. Read by the provision and disrupt
 # loops, the previews and the snapshot replays.
 LOADMASTER_MIN_VALUES_POLICY = env_choice("LOADMASTER_MIN_VALUES_POLICY", "Strict", ("Strict", "BestEffort"))
+# Node repair (Karpenter's NodeRepair feature gate, off by default there too): a node whose condition matches a
+# repair policy for longer than its toleration is force-terminated, unless more than 20% of its NodePool's nodes
+# are unhealthy. The policies are the AWS provider's, plus (or overriding) LOADMASTER_NODE_REPAIR_POLICIES.
+LOADMASTER_NODE_REPAIR = env_bool("LOADMASTER_NODE_REPAIR", False)
+_repair_policies = env_str("LOADMASTER_NODE_REPAIR_POLICIES")
+try:
+    LOADMASTER_NODE_REPAIR_POLICIES = (DEFAULT_POLICIES if _repair_policies is None
+                                       else policies_parse(_repair_policies))
+except ValueError as _e:
+    raise ImproperlyConfigured(f"LOADMASTER_NODE_REPAIR_POLICIES={_repair_policies!r} {_e}") from None
 
 # The simulated cluster and cloud (console.simulation). Floats are read and checked by the app;
 # a bad value fails `manage.py check` (simulation.E001).

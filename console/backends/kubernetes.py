@@ -21,6 +21,8 @@ import os
 import random
 import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime
 from typing import Any, Literal, cast
 
 import urllib3
@@ -378,6 +380,45 @@ def is_provisionable(pod: Mapping[str, Any]) -> bool:
         c.get("type") == "PodScheduled" and c.get("status") == "False" and c.get("reason") == "Unschedulable"
         for c in status.get("conditions") or []
     )
+
+
+# --- node conditions -------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class NodeCondition:
+    """One entry of a Node's status.conditions, as the kubelet, the node controller or a diagnostic agent
+    (Node Problem Detector, the EKS Node Monitoring Agent) wrote it. since: lastTransitionTime, when the
+    status last flipped; None when the writer left it out or wrote something that is not a timestamp."""
+
+    type: str
+    status: str
+    since: datetime | None
+    reason: str = ""
+    message: str = ""
+
+
+def _timestamp(value: Any) -> datetime | None:
+    if not isinstance(value, str) or not value:
+        return None
+    try:
+        # RFC 3339 as the API server writes it ("2026-01-05T12:00:00Z"); fromisoformat reads the Z since 3.11.
+        when = datetime.fromisoformat(value)
+    except ValueError:
+        return None
+    return when if when.tzinfo is not None else None
+
+
+def node_conditions(node: Mapping[str, Any]) -> dict[str, NodeCondition]:
+    """A Node's conditions by type (the API keeps one per type; a repeated type keeps its last entry)."""
+    out: dict[str, NodeCondition] = {}
+    for raw in (node.get("status") or {}).get("conditions") or []:
+        if not isinstance(raw, Mapping) or not raw.get("type"):
+            continue
+        ctype = str(raw["type"])
+        out[ctype] = NodeCondition(type=ctype, status=str(raw.get("status") or ""),
+                                   since=_timestamp(raw.get("lastTransitionTime")),
+                                   reason=str(raw.get("reason") or ""), message=str(raw.get("message") or ""))
+    return out
 
 
 # --- a watch that never ends and never loses an event ---------------------------------------------

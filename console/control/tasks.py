@@ -51,3 +51,11 @@ def disrupt() -> None:
     from console.control.disruption import disrupt_run
 
     disrupt_run(cluster=cluster_backend(), cloud=cloud_provider())
+
+
+@shared_task(ignore_result=True, time_limit=120, soft_time_limit=100)
+@loop_stats.timed(loop_stats.REPAIR)
+def repair() -> None:
+    from console.control.repair import node_repair_run
+
+    node_repair_run(cluster=cluster_backend(), cloud=cloud_provider())

@@ -44,7 +44,7 @@ NODECLAIM_REASONS: tuple[tuple[str, str | None], ...] = (
     ("instance is gone", "garbage_collected"), ("not launched within", "launch_timeout"),
     ("node did not register within", "registration_timeout"), ("no launchable offering", "insufficient_capacity"),
     ("EC2NodeClass of nodepool", "nodeclass_not_ready"), ("launch failed", "launch_failed"),
-    ("replacement abandoned", None),
+    ("replacement abandoned", None), ("unhealthy:", "unhealthy"),
 )
 # The disruption engine's method -> Karpenter's consolidation_type ("repack" is Loadmaster's own).
 CONSOLIDATION_TYPES = {"emptiness": "empty", "single-node": "single", "multi-node": "multi", "repack": "repack",
@@ -83,7 +83,8 @@ def voluntary_disruptions() -> Any:
     """The disruption ledger's voluntary decisions (consolidation, drift, expiry): not the entries the
     termination of an interrupted claim or of a deleted NodePool's claims also writes there."""
     return (Decision.objects.filter(kind=Decision.DISRUPTION)
-            .exclude(details__has_key="termination").exclude(details__has_key="nodepool_deleted"))
+            .exclude(details__has_key="termination").exclude(details__has_key="nodepool_deleted")
+            .exclude(details__has_key="repair"))
 
 
 def _decisions() -> Counter[tuple[tuple[str, str], ...]]:
@@ -164,6 +165,17 @@ def _disrupted() -> Counter[tuple[tuple[str, str], ...]]:
     return out
 
 
+def _unhealthy_disrupted() -> Counter[tuple[tuple[str, str], ...]]:
+    """Node repair's ledger lines (console/control/repair.py), by Karpenter's labels; image_id stays empty:
+    Loadmaster does not record a NodeClaim's AMI."""
+    out: Counter[tuple[tuple[str, str], ...]] = Counter()
+    for pool, condition, ct in Decision.objects.filter(kind=Decision.DISRUPTION, details__repair="repaired").values_list(
+            "nodepool_name", "details__condition_label", "details__capacity_type"):
+        out[(("capacity_type", str(ct or "")), ("condition", str(condition or "")), ("image_id", ""),
+             ("nodepool", pool))] += 1
+    return out
+
+
 def _grouped(qs: Any, *fields: str) -> dict[tuple[tuple[str, str], ...], float]:
     names = {"nodepool_name": "nodepool"}
     out = {}
@@ -232,6 +244,9 @@ def write_ledger(out: Exposition, *, now: datetime) -> None:
     _counter(out, "karpenter_nodeclaims_disrupted_total",
              "Number of nodeclaims disrupted in total by Karpenter. Labeled by reason the nodeclaim was disrupted and "
              "the owning nodepool.", _disrupted())
+    _counter(out, "karpenter_nodeclaims_unhealthy_disrupted_total",
+             "Number of unhealthy nodeclaims disrupted in total by Karpenter. Labeled by condition on the node was "
+             "disrupted, the owning nodepool, and the image ID.", _unhealthy_disrupted())
     terminated = NodeClaim.objects.filter(terminated_at__isnull=False)
     _counter(out, "karpenter_nodeclaims_terminated_total",
              "Number of nodeclaims terminated in total by Karpenter. Labeled by the owning nodepool, capacity type, "

@@ -32,7 +32,7 @@ from console.backends.base import (
 )
 from console.backends.kubernetes import INITIALIZED_LABEL, REGISTERED_LABEL, is_provisionable
 from console.simulation.models import SimObject
-from console.simulation.store import Store, changes, list_objects, writing
+from console.simulation.store import Store, changes, list_objects, rfc3339, writing
 from packing.api import Requirement, Requirements
 
 Clock = Callable[[], datetime]
@@ -344,6 +344,30 @@ class SimulatedCluster:
                 return False
             store.delete(row)
             return True
+
+    def set_node_condition(self, node_name: str, condition_type: str, status: str, *, reason: str = "",
+                           message: str = "") -> KubeObject:
+        """Set one of a Node's status.conditions, as the kubelet or a diagnostic agent would (the simulation's
+        ``unhealthy`` command). lastTransitionTime moves only when the status flips, as in Kubernetes, so
+        repeating the same status keeps the time node repair measures from. NodeNotFound if absent."""
+        stamp = rfc3339(self.clock())
+
+        def change(node: KubeObject) -> KubeObject | None:
+            conditions = node.setdefault("status", {}).setdefault("conditions", [])
+            existing = next((c for c in conditions if c.get("type") == condition_type), None)
+            wanted = {"type": condition_type, "status": status, "reason": reason or f"Simulated{status}",
+                      "message": message or f"set by the simulation: {condition_type}={status}"}
+            if existing is None:
+                conditions.append({**wanted, "lastHeartbeatTime": stamp, "lastTransitionTime": stamp})
+                return node
+            if all(existing.get(k) == v for k, v in wanted.items()):
+                return None
+            flipped = existing.get("status") != status
+            existing.update(wanted, lastHeartbeatTime=stamp)
+            if flipped or not existing.get("lastTransitionTime"):
+                existing["lastTransitionTime"] = stamp
+            return node
+        return self._update_node(node_name, change)
 
     def expire_history(self) -> None:
         """Drop the change history, as etcd compaction does: every watch resume gets ResourceExpired."""

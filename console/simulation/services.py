@@ -221,6 +221,19 @@ def workload_scale(namespace: str, name: str, replicas: int | None) -> SimWorklo
     return workload
 
 
+def node_conditions_set(node_name: str, conditions: list[tuple[str, str]], *,
+                        now: datetime | None = None) -> dict[str, Any]:
+    """Set conditions on a simulated Node (``manage.py simulation unhealthy``), e.g. [("Ready", "False")]:
+    what a failing kubelet or a diagnostic agent reports, for node repair to act on. NodeNotFound if absent."""
+    from console.simulation.cluster import SimulatedCluster
+
+    cluster = SimulatedCluster(clock=(lambda: now) if now is not None else None)
+    body: dict[str, Any] = {}
+    for ctype, status in conditions:
+        body = cluster.set_node_condition(node_name, ctype, status)
+    return body
+
+
 def ice_offerings_set(patterns: list[str]) -> list[str]:
     """Replace the run-time injected capacity errors ([] clears them); the next launch sees them."""
     clean = [p.strip() for p in patterns if p.strip()]

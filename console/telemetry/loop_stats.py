@@ -42,7 +42,8 @@ LIFECYCLE = "nodeclaim.lifecycle"
 GARBAGE_COLLECTION = "nodeclaim.garbagecollection"
 INTERRUPTION = "interruption"
 METRICS = "loadmaster.metrics"  # Loadmaster's own per-minute sampler (record_metrics)
-CONTROLLERS = (PROVISIONER, DISRUPTION, LIFECYCLE, GARBAGE_COLLECTION, INTERRUPTION, METRICS)
+REPAIR = "node.health"          # node repair (LOADMASTER_NODE_REPAIR), Karpenter's node.health controller
+CONTROLLERS = (PROVISIONER, DISRUPTION, LIFECYCLE, GARBAGE_COLLECTION, INTERRUPTION, METRICS, REPAIR)
 
 
 def _rows_exist(metric: str, controller: str) -> None:

@@ -91,6 +91,8 @@ NODE_WHY_RESPONSE = inline_serializer("NodeWhy", fields={
     "nodepool_deleted": serializers.BooleanField(required=False, help_text="Its NodePool was deleted: the node "
                                                                            "is being drained and terminated."),
     "nodepool": serializers.CharField(required=False), "claim": serializers.CharField(required=False),
+    "health": serializers.DictField(help_text="Node repair's view: conditions, matched repair policies, when "
+                                              "repair is due and the NodePool's 20% gate."),
 })
 
 
@@ -148,7 +150,9 @@ class NodeWhyView(APIView):
                                "the move would save.",
                    responses={200: NODE_WHY_RESPONSE, 404: OpenApiResponse(description="no such node")})
     def get(self, request: Request, name: str) -> Response:
-        return Response(_or_404(selectors.why_node, name, cluster=cluster_backend()))
+        cluster = cluster_backend()
+        answer = _or_404(selectors.why_node, name, cluster=cluster)
+        return Response({**answer, "health": selectors.node_health(name, cluster=cluster)})
 
 
 def _or_404(fn: Any, *args: Any, **kwargs: Any) -> Any:

@@ -53,6 +53,7 @@ __all__ = [
     "snapshot_list",
     "snapshot_replay",
     "split_files",
+    "node_health",
     "why_node",
     "why_pending",
 ]
@@ -408,3 +409,20 @@ def snapshot_compare(a: Mapping[str, Any], b: Mapping[str, Any]) -> dict[str, An
     ub = {u["pod"] for u in b["plan"]["unschedulable"]}
     return {"a": summary(a), "b": summary(b), "unschedulable_only_in_a": sorted(ua - ub),
             "unschedulable_only_in_b": sorted(ub - ua)}
+
+
+# --- a node's health, as node repair sees it ----------------------------------------------------------
+
+def node_health(name: str, *, cluster: ClusterBackend, now: datetime | None = None) -> dict[str, Any]:
+    """The node's conditions, the repair policies they match, when repair is due and the NodePool's 20% gate
+    (console/control/repair.py); the why-node page shows it beside the consolidation answer."""
+    from django.utils import timezone
+
+    from console.control.repair import node_health_summary
+
+    nodes, _ = cluster.list_nodes()
+    node = next((n for n in nodes if (n.get("metadata") or {}).get("name") == name), None)
+    if node is None:
+        raise NotFound(f"node {name} not found")
+    claim = NodeClaim.objects.active().filter(node_name=name).first()
+    return node_health_summary(node, claim=claim, nodes=nodes, now=now or timezone.now())

@@ -108,10 +108,12 @@ def pod_why(request: HttpRequest, namespace: str, name: str) -> HttpResponse:
 @require_GET
 def node_why(request: HttpRequest, name: str) -> HttpResponse:
     try:
-        answer = selectors.why_node(name, cluster=cluster_backend())
+        cluster = cluster_backend()
+        answer = selectors.why_node(name, cluster=cluster)
+        health = selectors.node_health(name, cluster=cluster)
     except selectors.NotFound as exc:
         raise Http404(str(exc)) from None
-    return render(request, "whatif/node_why.html", {"answer": answer, "name": name})
+    return render(request, "whatif/node_why.html", {"answer": answer, "name": name, "health": health})
 
 
 # --- snapshots ---------------------------------------------------------------------------------------

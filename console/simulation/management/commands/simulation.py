@@ -1,4 +1,4 @@
-"""manage.py simulation status|tick|reset|scale|interrupt|ice: inspect and drive the simulated world."""
+"""manage.py simulation status|tick|reset|scale|interrupt|ice|unhealthy: inspect and drive the simulated world."""
 
 from __future__ import annotations
 
@@ -9,6 +9,8 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.utils import timezone
 
+from console.backends.base import NodeNotFound
+from console.repair_policy import condition_parse
 from console.simulation import services
 from console.simulation.cloud import SimulatedCloud
 from console.simulation.models import SimWorkload
@@ -35,6 +37,12 @@ class Command(BaseCommand):
         ice = sub.add_parser("ice", help="Inject capacity errors: offerings (type:zone:capacity-type globs) "
                                          "that launches find without capacity; no patterns clears them.")
         ice.add_argument("patterns", nargs="*", help='e.g. "m6i.*:us-east-1a:spot" or "*:*:spot"')
+        unhealthy = sub.add_parser("unhealthy", help="Set a node's conditions as a failing kubelet or a diagnostic "
+                                                     "agent would (default Ready=False), for node repair to act on.")
+        unhealthy.add_argument("node", help="the Node's name")
+        unhealthy.add_argument("--condition", action="append", default=None, metavar="TYPE=STATUS",
+                               help="e.g. Ready=False (the default), Ready=Unknown, DiskPressure=True; "
+                                    "Ready=True makes it healthy again; repeat for several")
 
     def handle(self, *args: Any, **options: Any) -> None:
         action = options["action"]
@@ -63,6 +71,24 @@ class Command(BaseCommand):
         elif action == "ice":
             patterns = services.ice_offerings_set(options["patterns"])
             self.stdout.write("No capacity for: " + (", ".join(patterns) if patterns else "(nothing injected)"))
+        elif action == "unhealthy":
+            self._unhealthy(options["node"], options["condition"] or ["Ready=False"])
+
+    def _unhealthy(self, node: str, texts: list[str]) -> None:
+        conditions = []
+        for text in texts:
+            try:
+                ctype, status = condition_parse(text)
+            except ValueError as e:
+                raise CommandError(f"--condition {e}") from None
+            conditions.append((ctype, status.value))
+        try:
+            body = services.node_conditions_set(node, conditions)
+        except NodeNotFound:
+            raise CommandError(f"no simulated node {node}") from None
+        since = {c.get("type"): c.get("lastTransitionTime") for c in (body.get("status") or {}).get("conditions") or []}
+        for ctype, status in conditions:
+            self.stdout.write(f"{node}: {ctype}={status} since {since.get(ctype)}")
 
     def _status(self, *, as_json: bool) -> None:
         status = services.simulation_status()
