@@ -287,6 +287,8 @@ def why_node(name: str, *, cluster: ClusterBackend | None = None, now: datetime 
         cheapest = min(action["replacements"], key=lambda c: c["price_per_hour"], default=None)
         return {"node": name, "candidate": True, "order": verdict.order, "action": action,
                 "savings_per_hour": action["savings_per_hour"], "blocked_by": None, "blocked_kind": None,
+                # consolidationPolicy Balanced: the move's score and the threshold it met (None: not scored)
+                "score": action["score"], "score_threshold": action["score_threshold"],
                 "cheapest_replacement": cheapest and {"instance_type": cheapest["instance_type"],
                                                       "price_per_hour": cheapest["price_per_hour"]}}
     spared = verdict.spared
@@ -299,6 +301,9 @@ def why_node(name: str, *, cluster: ClusterBackend | None = None, now: datetime 
             "action": None,
             "savings_per_hour": None if spared is None or spared.savings_per_hour is None
             else round(spared.savings_per_hour, 6),
+            # consolidationPolicy Balanced: the score that fell short of the threshold (None: not that reason)
+            "score": None if spared is None or spared.score is None else round(spared.score, 6),
+            "score_threshold": None if spared is None or spared.score is None else api.BALANCED_THRESHOLD,
             "cheapest_replacement": cheapest and {"instance_type": cheapest.instance_type,
                                                   "price_per_hour": cheapest.price_per_hour}}
 
@@ -332,6 +337,7 @@ _CATEGORY_LABELS = {
     api.NotDisruptedCategory.BUDGET: "budget window",
     api.NotDisruptedCategory.CONSOLIDATE_AFTER: "consolidateAfter",
     api.NotDisruptedCategory.NO_CHEAPER_REPLACEMENT: "no cheaper replacement",
+    api.NotDisruptedCategory.BELOW_SCORE_THRESHOLD: "Balanced consolidation score",
 }
 
 
