@@ -79,7 +79,9 @@ def _summary(out: Outcome) -> dict[str, Any]:
                     for a in cons.actions for c in a.replacements]
     removals = [{"node": n, "type": a.type, "reason": a.reason, "why": a.why,
                  "replaced_by": [c["instance_type"] for c in a.replacements],
-                 "action_savings_per_hour": round(a.savings_per_hour, 6)}
+                 "action_savings_per_hour": round(a.savings_per_hour, 6),
+                 # consolidationPolicy Balanced: the move's score (None when it was not scored)
+                 "score": None if a.score is None else round(a.score, 6)}
                 for a in cons.actions for n in a.nodes]
     # Nodes the engine would disrupt but a budget holds back for now: they go in later rounds.
     held_back = [{"node": n.node, "reason": n.reason} for n in cons.not_disrupted if n.blocked_by == "budget"]
