@@ -49,8 +49,10 @@ from packing.catalog.allocatable import VM_MEMORY_OVERHEAD_PERCENT
 from packing.catalog.snapshot import load_bundled
 from packing.cron import CronError, CronSchedule
 from packing.disruption import Action, Cluster, MinSavings, NotDisrupted, Report, consolidate, parse_time
+from packing.disruption.balanced import BALANCED, BALANCED_K
+from packing.disruption.balanced import THRESHOLD as BALANCED_THRESHOLD
 from packing.disruption.inputs import Extras, build_cluster, parse_texts, read_extras, read_files
-from packing.disruption.model import CheapestOption, NotDisruptedCategory
+from packing.disruption.model import CheapestOption, MoveDecision, NotDisruptedCategory, ScoreObservation
 from packing.disruption.output import action_json, not_disrupted_json
 from packing.disruption.output import render_json as report_json
 from packing.documents import DEFAULT_MAX_INPUT_BYTES, ByteBudget
@@ -91,6 +93,11 @@ from packing.yamlinput import brief, load_all, load_one
 
 __all__ = [
     "yamlinput",
+    "BALANCED",
+    "BALANCED_K",
+    "BALANCED_THRESHOLD",
+    "MoveDecision",
+    "ScoreObservation",
     "VM_MEMORY_OVERHEAD_PERCENT",
     "load_bundled",
     "CronError",

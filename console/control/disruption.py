@@ -36,6 +36,7 @@ from console.control.nodepool_problems import nodepool_problems_record
 from console.control.provisioning import claim_name, engine_catalog, nodeclaim_launch
 from console.fleet.models import Decision, EC2NodeClass, NodeClaim, NodePool
 from console.telemetry import loop_stats
+from console.telemetry.consolidation_scores import consolidation_scores_observe
 from console.telemetry.models import NodePoolProblem
 from packing import api
 from packing.api import Action, Cluster, Report, consolidate
@@ -148,6 +149,22 @@ def _abort(action: DisruptionAction, cluster: ClusterBackend, cloud: CloudProvid
                             why=f"disruption of {', '.join(action.nodes)} abandoned: {why}")
 
 
+def _score_text(action: Action) -> str:
+    """What the ledger says of a Balanced pool's score (nothing when the move was not scored)."""
+    if action.score is None:
+        return ""
+    if action.reason == "empty":  # Karpenter's emptiness is never gated on the score
+        return f"; Balanced score {action.score:.2f} (empty nodes are deleted whatever their score)"
+    return (f"; Balanced score {action.score:.2f} ≥ threshold {api.BALANCED_THRESHOLD:.2f} "
+            f"(k = {api.BALANCED_K}: savings over the NodePool's cost against disruption over its disruption cost)")
+
+
+def _score_details(action: Action) -> dict[str, float]:
+    if action.score is None:
+        return {}
+    return {"score": round(action.score, 6), "score_threshold": api.BALANCED_THRESHOLD}
+
+
 def _start(action_spec: Action, cluster: ClusterBackend, now: datetime) -> DisruptionAction:
     claims = _claims_for(action_spec.nodes)
     pool = claims[0].nodepool if claims else None
@@ -160,9 +177,9 @@ def _start(action_spec: Action, cluster: ClusterBackend, now: datetime) -> Disru
         nodes=list(action_spec.nodes), pods=sorted(action_spec.moves),
         cost_before=Decimal(str(round(action_spec.cost_before, 6))),
         cost_after=Decimal(str(round(action_spec.cost_after, 6))),
-        why=f"{action_spec.type} ({action_spec.reason}): {action_spec.why}",
+        why=f"{action_spec.type} ({action_spec.reason}): {action_spec.why}{_score_text(action_spec)}",
         details={"action": action.pk, "method": action_spec.method, "moves": action_spec.moves,
-                 "replacements": action_spec.replacements})
+                 "replacements": action_spec.replacements, **_score_details(action_spec)})
     return action
 
 
@@ -286,6 +303,7 @@ def disrupt_run(*, cluster: ClusterBackend, cloud: CloudProvider, now: datetime 
                 engine_cluster, report = consolidate_contained(cluster=cluster, now=now, problems=problems)
                 loop_stats.scheduling_observe(controller="disruption", seconds=time.monotonic() - started)
                 nodepool_problems_record(loop=NodePoolProblem.DISRUPT, problems=problems, now=now)
+                consolidation_scores_observe(observations=getattr(report, "score_observations", ()))
                 stranded_moves_record(report=report, nodepools={n.name: n.nodepool or "" for n in engine_cluster.nodes},
                                       now=now)
                 if not report.actions:

@@ -30,6 +30,7 @@ from django.views.decorators.http import require_GET
 from console.backends.base import ClusterBackend
 from console.backends.factory import cluster_backend
 from console.dashboards import selectors
+from console.dashboards.consolidation_metrics import write_consolidation_scores
 from console.dashboards.exposition import Exposition, escape, labels
 from console.dashboards.ledger_metrics import voluntary_disruptions, write_ledger
 from console.dashboards.live_metrics import LiveRead, live_read, resource_label, write_live
@@ -141,6 +142,7 @@ def render(*, cluster: ClusterBackend | None = None, now: datetime | None = None
     last = MetricSample.objects.filter(nodepool="").order_by("-at").first()
     write_fleet(out, last)
     write_ledger(out, now=now)
+    write_consolidation_scores(out)
     write_loadmaster(out, last, live, now)
     return out
 

@@ -24,7 +24,7 @@ from packing.api import CronError, CronSchedule, DurationError, QuantityError, p
 OPERATORS = ("In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt", "Gte", "Lte")
 NUMERIC_OPERATORS = ("Gt", "Lt", "Gte", "Lte")
 TAINT_EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
-CONSOLIDATION_POLICIES = ("WhenEmpty", "WhenEmptyOrUnderutilized")
+CONSOLIDATION_POLICIES = ("WhenEmpty", "WhenEmptyOrUnderutilized", "Balanced")  # Karpenter v1.14's CRD enum
 BUDGET_REASONS = ("Empty", "Underutilized", "Drifted")
 AMI_FAMILIES = ("AL2", "AL2023", "Bottlerocket", "Windows2019", "Windows2022", "Custom")
 # alias family (amiSelectorTerms[].alias "family@version") -> the amiFamily it implies

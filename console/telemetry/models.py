@@ -175,3 +175,41 @@ class NodePoolProblem(models.Model):
     def __str__(self) -> str:
         return f"{self.nodepool} unusable for {self.loop}: {self.reason}"
 
+
+
+class ConsolidationMoveStat(models.Model):
+    """Karpenter's karpenter_consolidation_moves_total and karpenter_consolidation_score (count, sum) for one
+    label set (decision, nodepool, policy), kept in the database as DurationStat is (see
+    console.telemetry.consolidation_scores). ``moves`` counts every evaluated consolidation move; ``scored``
+    and ``score_sum`` only the Balanced pools' (the histogram's)."""
+
+    decision = models.CharField(max_length=16)
+    nodepool = models.CharField(max_length=63)
+    policy = models.CharField(max_length=32)
+    moves = models.BigIntegerField(default=0)
+    scored = models.BigIntegerField(default=0)
+    score_sum = models.FloatField(default=0.0)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["decision", "nodepool", "policy"],
+                                               name="one_consolidation_move_stat")]
+
+    def __str__(self) -> str:
+        return f"{self.nodepool} {self.policy} {self.decision}: {self.moves} moves"
+
+
+class ConsolidationScoreBucket(models.Model):
+    """One cumulative bucket (scores at most ``le``) of karpenter_consolidation_score for one label set."""
+
+    decision = models.CharField(max_length=16)
+    nodepool = models.CharField(max_length=63)
+    policy = models.CharField(max_length=32)
+    le = models.FloatField()
+    count = models.BigIntegerField(default=0)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["decision", "nodepool", "policy", "le"],
+                                               name="one_consolidation_score_bucket")]
+
+    def __str__(self) -> str:
+        return f"{self.nodepool} {self.policy} {self.decision} le={self.le}: {self.count}"

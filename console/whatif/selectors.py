@@ -80,7 +80,9 @@ def _summary(out: Outcome) -> dict[str, Any]:
                     for a in cons.actions for c in a.replacements]
     removals = [{"node": n, "type": a.type, "reason": a.reason, "why": a.why,
                  "replaced_by": [c["instance_type"] for c in a.replacements],
-                 "action_savings_per_hour": round(a.savings_per_hour, 6)}
+                 "action_savings_per_hour": round(a.savings_per_hour, 6),
+                 # consolidationPolicy Balanced: the move's score (None when it was not scored)
+                 "score": None if a.score is None else round(a.score, 6)}
                 for a in cons.actions for n in a.nodes]
     # Nodes the engine would disrupt but a budget holds back for now: they go in later rounds.
     held_back = [{"node": n.node, "reason": n.reason} for n in cons.not_disrupted if n.blocked_by == "budget"]
@@ -288,6 +290,8 @@ def why_node(name: str, *, cluster: ClusterBackend | None = None, now: datetime 
         cheapest = min(action["replacements"], key=lambda c: c["price_per_hour"], default=None)
         return {"node": name, "candidate": True, "order": verdict.order, "action": action,
                 "savings_per_hour": action["savings_per_hour"], "blocked_by": None, "blocked_kind": None,
+                # consolidationPolicy Balanced: the move's score and the threshold it met (None: not scored)
+                "score": action["score"], "score_threshold": action["score_threshold"],
                 "cheapest_replacement": cheapest and {"instance_type": cheapest["instance_type"],
                                                       "price_per_hour": cheapest["price_per_hour"]}}
     spared = verdict.spared
@@ -300,6 +304,9 @@ def why_node(name: str, *, cluster: ClusterBackend | None = None, now: datetime 
             "action": None,
             "savings_per_hour": None if spared is None or spared.savings_per_hour is None
             else round(spared.savings_per_hour, 6),
+            # consolidationPolicy Balanced: the score that fell short of the threshold (None: not that reason)
+            "score": None if spared is None or spared.score is None else round(spared.score, 6),
+            "score_threshold": None if spared is None or spared.score is None else api.BALANCED_THRESHOLD,
             "cheapest_replacement": cheapest and {"instance_type": cheapest.instance_type,
                                                   "price_per_hour": cheapest.price_per_hour}}
 
@@ -333,6 +340,7 @@ _CATEGORY_LABELS = {
     api.NotDisruptedCategory.BUDGET: "budget window",
     api.NotDisruptedCategory.CONSOLIDATE_AFTER: "consolidateAfter",
     api.NotDisruptedCategory.NO_CHEAPER_REPLACEMENT: "no cheaper replacement",
+    api.NotDisruptedCategory.BELOW_SCORE_THRESHOLD: "Balanced consolidation score",
 }
 
 

@@ -115,7 +115,8 @@ def spot_to_spot_refusal(nodes: int, cheaper_types: int) -> Refusal | None:
 def judge(run: RunState, names: Sequence[str], wi: WhatIf, *, honour_min_savings: bool = True) -> Verdict:
     """Whether consolidating `names` as `wi` proposes may go ahead: at most one new node, strictly cheaper than
     the nodes, spot rules kept, a saving (of at least --min-savings unless honour_min_savings is off); with the
-    instance types the new node may launch (all cheaper than the nodes, the planned one first)."""
+    instance types the new node may launch (all cheaper than the nodes, the planned one first); in a Balanced pool,
+    a score of at least 1/k (balanced.py), judged with --min-savings."""
     cost = run.cost(names)
     if wi.failure is not None:
         return wi.failure, 0.0, {}, ""
@@ -173,6 +174,11 @@ def judge(run: RunState, names: Sequence[str], wi: WhatIf, *, honour_min_savings
         )
     if honour_min_savings and run.min_savings is not None and not run.min_savings.allows(savings, cost):
         return below_min_savings(savings, run.min_savings), savings, {}, ""
+    if honour_min_savings:
+        # Balanced's score is a policy too: pricing a blocked move (honour_min_savings off) leaves it out
+        scored = run.scorer.judge(names, savings)
+        if scored is not None:
+            return scored, savings, {}, ""
     return None, savings, options, note
 
 

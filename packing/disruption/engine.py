@@ -76,10 +76,12 @@ def methods(run: RunState, *, repack: bool) -> tuple[Method, ...]:
     )
 
 
-def _run_methods(order: tuple[Method, ...]) -> None:
-    """Rounds until no method acts: each round, the first method that acts ends it (method.py)."""
+def _run_methods(run: RunState, order: tuple[Method, ...]) -> None:
+    """Rounds until no method acts: each round, the first method that acts ends it (method.py). Each round is a
+    disruption cycle: Balanced pools' totals are taken at its start, as Karpenter takes them once per cycle."""
     chain = False  # a chaining method acted in the last round
     while True:
+        run.scorer.snapshot()
         for m in order:
             if chain and m.waits_for_chain:
                 continue
@@ -114,6 +116,7 @@ def _report(run: RunState, started: float, *, price_blocked: bool) -> Report:
     report.solves = run.sim.solves
     report.unusable_nodepools = run.sim.unusable_nodepools(run.types.keys)
     report.solve_seconds = time.perf_counter() - started
+    report.score_observations = list(run.scorer.observations)
     return report
 
 
@@ -138,7 +141,7 @@ def consolidate(
     with gc_paused():  # one collection after the run instead of one after each of its solves
         run = RunState(_in_engine_range(cluster), now, min_savings, max_solves)
         started = time.perf_counter()
-        _run_methods(methods(run, repack=repack))
+        _run_methods(run, methods(run, repack=repack))
         return _report(run, started, price_blocked=price_blocked)
 
 

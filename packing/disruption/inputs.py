@@ -38,7 +38,7 @@ from packing.yamlinput import brief
 
 __all__ = ["Extras", "build_cluster", "parse_texts", "read_extras", "read_files"]
 
-POLICIES = ("WhenEmpty", "WhenEmptyOrUnderutilized")
+POLICIES = ("WhenEmpty", "WhenEmptyOrUnderutilized", "Balanced")  # Karpenter v1.14's CRD enum
 
 
 class Extras:

@@ -41,11 +41,13 @@ __all__ = [
     "Cluster",
     "DisruptionSettings",
     "MinSavings",
+    "MoveDecision",
     "NodeInfo",
     "NotDisrupted",
     "NotDisruptedCategory",
     "PodMeta",
     "Report",
+    "ScoreObservation",
 ]
 
 DO_NOT_DISRUPT = "karpenter.sh/do-not-disrupt"
@@ -178,6 +180,9 @@ class Action:
     # the method that found it: emptiness, drift, expiration, multi-node, single-node, or repack (Loadmaster's own,
     # the only underutilized action that may launch several nodes)
     method: str = ""
+    # consolidationPolicy Balanced: the move's score (its lowest Balanced pool's; balanced.py), None when none of
+    # its nodes is in a Balanced pool or the action is not consolidation (drift, expiration)
+    score: float | None = None
 
 
 class BlockedBy(StrEnum):
@@ -217,6 +222,8 @@ class NotDisruptedCategory(StrEnum):
     SPOT_TO_SPOT = "spot-to-spot"  # Karpenter's limits on replacing spot with spot
     NO_SAVING = "no-saving"  # the pods would cost as much elsewhere
     BELOW_MIN_SAVINGS = "below-min-savings"  # the move saves less than --min-savings
+    # consolidationPolicy Balanced: the move's score is below 1/k (NotDisrupted.score says by how much)
+    BELOW_SCORE_THRESHOLD = "below-score-threshold"
     NO_CHEAPER_ARRANGEMENT = "no-cheaper-arrangement"  # no method found a move that saves
     NOT_EVALUATED = "not-evaluated"  # the simulation limit was reached first
     OTHER = "other"  # a record built outside the engine without a category (the engine always gives one)
@@ -257,11 +264,31 @@ class NotDisrupted:
     category: NotDisruptedCategory = NotDisruptedCategory.OTHER
     # set with NO_CHEAPER_REPLACEMENT: the cheapest launch that would hold the pods, which costs at least the node
     cheapest_replacement: CheapestOption | None = None
+    # set with BELOW_SCORE_THRESHOLD: the Balanced score of the move that failed (below balanced.THRESHOLD)
+    score: float | None = None
 
     @property
     def reason(self) -> str:
         """The text under its JSON name."""
         return self.text
+
+
+class MoveDecision(StrEnum):
+    """The decision label of karpenter_consolidation_score and karpenter_consolidation_moves_total."""
+
+    APPROVED = "approved"
+    REJECTED = "rejected"
+
+
+@dataclass(frozen=True)
+class ScoreObservation:
+    """One evaluated consolidation move as Karpenter's metrics count it, per source pool: its policy, the score
+    (None for a pool that is not Balanced: counted in moves_total, absent from the histogram) and the decision."""
+
+    nodepool: str
+    policy: str
+    score: float | None
+    decision: MoveDecision
 
 
 @dataclass
@@ -276,6 +303,8 @@ class Report:
     # NodePools the engine cannot launch from, with why (as Results.unusable_nodepools): the run went on with
     # the other pools. Empty when every pool is usable.
     unusable_nodepools: dict[str, str] = field(default_factory=dict)
+    # every consolidation move evaluated, as karpenter_consolidation_score / _moves_total count them (balanced.py)
+    score_observations: list[ScoreObservation] = field(default_factory=list)
 
     @property
     def savings_per_hour(self) -> float:

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import math
 from typing import Any, TextIO
 
+from packing.disruption.balanced import THRESHOLD
 from packing.disruption.model import Action, NotDisrupted, Report
 
 __all__ = ["action_json", "not_disrupted_json", "render_json", "render_text"]
@@ -27,7 +29,14 @@ def action_json(a: Action) -> dict[str, Any]:
         "savings_per_hour": round(a.savings_per_hour, 6),
         "moves": a.moves,
         "why": a.why,
+        # consolidationPolicy Balanced: the move's score and the threshold it met (None when not scored)
+        "score": _score(a.score),
+        "score_threshold": None if a.score is None else THRESHOLD,
     }
+
+
+def _score(v: float | None) -> float | None:
+    return None if v is None or not math.isfinite(v) else round(v, 6)
 
 
 def not_disrupted_json(n: NotDisrupted) -> dict[str, Any]:
@@ -43,6 +52,9 @@ def not_disrupted_json(n: NotDisrupted) -> dict[str, Any]:
             "capacity_type": n.cheapest_replacement.capacity_type,
             "price_per_hour": n.cheapest_replacement.price_per_hour,
         },
+        # with category below-score-threshold: the Balanced score that failed, and the threshold it missed
+        "score": _score(n.score),
+        "score_threshold": None if n.score is None else THRESHOLD,
     }
 
 
@@ -64,7 +76,8 @@ def render_text(r: Report, out: TextIO) -> None:
     if r.actions:
         w("Actions, in order:\n")
         for i, a in enumerate(r.actions, 1):
-            w(f"  {i}. {a.type} ({a.reason}) {', '.join(a.nodes)}: saves ${a.savings_per_hour:.4f}/h\n")
+            scored = "" if a.score is None else f" (score {a.score:.2f}, threshold {THRESHOLD:.2f})"
+            w(f"  {i}. {a.type} ({a.reason}) {', '.join(a.nodes)}: saves ${a.savings_per_hour:.4f}/h{scored}\n")
             w(f"     why: {a.why}\n")
             for c in a.replacements:
                 w(

@@ -31,6 +31,7 @@ class Refusal:
     text: str
     category: NotDisruptedCategory
     cheapest: CheapestOption | None = None  # with NO_CHEAPER_REPLACEMENT
+    score: float | None = None  # with BELOW_SCORE_THRESHOLD: the Balanced score that failed
 
     @property
     def blocked_by(self) -> BlockedBy | None:
@@ -38,7 +39,7 @@ class Refusal:
 
     def after(self, what: str) -> Refusal:
         """"<what>, but <this refusal>": a method found the node (drifted, expired) and could not act on it."""
-        return Refusal(f"{what}, but {self.text}", self.category, self.cheapest)
+        return Refusal(f"{what}, but {self.text}", self.category, self.cheapest, self.score)
 
 
 def no_launchable_type() -> Refusal:

@@ -282,6 +282,9 @@ class Repack:
                 else:
                     pinned = True
             options[c.name] = opts
+        scored = run.scorer.judge(names, savings)  # Balanced pools score a repack as any consolidation move
+        if scored is not None:
+            return scored, savings, {}, ""
         return None, savings, options, "; replacements pinned to spot" if pinned else ""
 
     def _why(self, names: Sequence[str], wi: WhatIf, savings: float, note: str) -> str:

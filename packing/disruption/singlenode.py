@@ -59,6 +59,10 @@ class SingleNode:
                 continue
             if run.hard_reason(n) or run.gate_reason(n) or not run.pods(n):
                 continue  # an earlier action this pass moved pods onto it
+            hopeless = run.scorer.best_case(n)  # Balanced: even deleting it outright scores too low
+            if hopeless is not None:  # not remembered as failed: later rounds' totals may let it pass
+                run.spared.pass_over(n, hopeless)
+                continue
             pre = early.get(n)
             if pre is None and did and not first_fit_applies(run, [n]):
                 pre = precheck(run, [n])  # the state moved since the pass began: look again, it is cheap

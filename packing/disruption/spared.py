@@ -58,7 +58,7 @@ def not_disrupted(run: RunState, *, price: bool) -> list[NotDisrupted]:
             else:
                 r = Refusal("no cheaper arrangement of its pods was found", NotDisruptedCategory.NO_CHEAPER_ARRANGEMENT)
         out.append(
-            NotDisrupted(n, r.text, r.blocked_by, category=r.category, cheapest_replacement=r.cheapest)
+            NotDisrupted(n, r.text, r.blocked_by, category=r.category, cheapest_replacement=r.cheapest, score=r.score)
         )
     prices = price_blocked(run, [x.node for x in out if x.blocked_by is not None]) if price else {}
     for x in out:

@@ -14,12 +14,12 @@ from datetime import datetime
 from functools import cached_property
 from typing import Any, Generic, TypeVar, cast
 
+from packing.disruption.balanced import Scorer, pod_disruption_cost
 from packing.disruption.budgets import budget_limit
 from packing.disruption.formatting import format_time, parse_time
 from packing.disruption.launchable import TypeTable
 from packing.disruption.model import (
     BUDGET_REASONS,
-    DELETION_COST,
     DO_NOT_DISRUPT,
     LAST_POD_EVENT,
     MIRROR_ANNOTATION,
@@ -84,17 +84,6 @@ GATE: Fact[Refusal | None] = Fact("gate")
 EVICTION_COST: Fact[float] = Fact("eviction cost")
 
 
-def _eviction_cost(p: Pod, meta_annotations: dict[str, str], priority: int) -> float:
-    # Karpenter's disruption cost: 1 per pod, nudged by pod-deletion-cost and priority, clamped
-    cost = 1.0
-    try:
-        cost += float(meta_annotations.get(DELETION_COST, "0")) / 2**27
-    except ValueError:
-        pass
-    cost += priority / 2**25
-    return max(-10.0, min(10.0, cost))
-
-
 class RunState:
     def __init__(self, cluster: Cluster, at: datetime, min_savings: MinSavings | None, max_solves: int) -> None:
         self.cluster = cluster
@@ -147,6 +136,7 @@ class RunState:
         self.truncated = False  # the simulation limit stopped a search
         self.facts = NodeFacts()
         self.room_decides: dict[str, bool] = {}  # per pod key: see whatifs.room_decides
+        self.scorer = Scorer(self)  # consolidationPolicy Balanced (balanced.py)
 
     @cached_property
     def types(self) -> TypeTable:
@@ -271,8 +261,7 @@ class RunState:
         total = 0.0
         for p in self.pods(name):
             meta = self.cluster.pod_meta.get(p.key)
-            ann = dict(meta.annotations) if meta else {}
-            total += _eviction_cost(p, ann, meta.priority if meta else 0)
+            total += pod_disruption_cost(meta.annotations, meta.priority) if meta else 1.0
         return max(0.0, total)
 
     def candidates(self) -> list[str]:
@@ -288,6 +277,13 @@ class RunState:
         return sum(self.price[n] for n in names)
 
     # ------------------------------------------------------------------ committing an action
+    def _score(self, names: Sequence[str], reason: str, savings: float) -> float | None:
+        """The Balanced score an action is shown with: consolidation's only (drift and expiration are not scored)."""
+        if reason not in ("empty", "underutilized"):
+            return None
+        s = self.scorer.score(names, savings)
+        return None if s is None else s.value
+
     def _claim_name(self, pool: str) -> str:
         n = self.claim_seq.get(pool, 0)
         while True:
@@ -332,6 +328,7 @@ class RunState:
                 cost_before=self.cost(names),
                 cost_after=sum(c.price_per_hour for c in wi.claims),
                 method=method,
+                score=self._score(names, reason, savings),
             )
         )
         self.launches.append(launched)

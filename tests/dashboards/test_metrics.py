@@ -437,3 +437,29 @@ def test_auth(db: Any, settings: Any) -> None:
     assert Client().get("/metrics", HTTP_AUTHORIZATION="Bearer ").status_code == 401
     settings.LOADMASTER_METRICS_PUBLIC = True
     assert Client().get("/metrics").status_code == 200
+
+
+def test_balanced_consolidation_metrics_have_karpenters_names_types_and_labels(viewer_client: Client) -> None:
+    from console.telemetry.consolidation_scores import consolidation_scores_observe
+    from packing.api import MoveDecision, ScoreObservation
+
+    text = scrape_text(viewer_client)
+    assert "# TYPE karpenter_consolidation_moves_total counter" in text
+    assert "# TYPE karpenter_consolidation_score histogram" in text
+    consolidation_scores_observe(observations=[
+        ScoreObservation("a", "Balanced", 0.3, MoveDecision.REJECTED),
+        ScoreObservation("a", "Balanced", 0.5, MoveDecision.APPROVED),
+        ScoreObservation("b", "WhenEmptyOrUnderutilized", None, MoveDecision.APPROVED)])
+    m = scrape(viewer_client)
+    assert m["karpenter_consolidation_moves_total"] == {
+        L(decision="rejected", nodepool="a", policy="Balanced"): 1,
+        L(decision="approved", nodepool="a", policy="Balanced"): 1,
+        L(decision="approved", nodepool="b", policy="WhenEmptyOrUnderutilized"): 1}
+    rejected = L(decision="rejected", nodepool="a", policy="Balanced")
+    buckets = {dict(k)["le"]: v for k, v in m["karpenter_consolidation_score_bucket"].items()
+               if dict(k)["decision"] == "rejected"}
+    assert buckets == {"0.1": 0, "0.25": 0, "0.33": 1, "0.5": 1, "1": 1, "2": 1, "5": 1, "10": 1, "+Inf": 1}
+    assert m["karpenter_consolidation_score_count"][rejected] == 1
+    assert m["karpenter_consolidation_score_sum"][rejected] == 0.3
+    # a pool that is not Balanced is counted, never scored
+    assert all(dict(k)["nodepool"] == "a" for k in m["karpenter_consolidation_score_count"])

@@ -120,7 +120,10 @@ def test_json_shape(tmp_path: Path) -> None:
     assert doc["summary"]["nodes"] == 4
     assert doc["summary"]["cost_per_hour_before"] == pytest.approx(0.768)
     first = doc["actions"][0]
-    assert set(first) == {"type", "reason", "nodes", "replacements", "savings_per_hour", "moves", "why"}
+    assert set(first) == {
+        "type", "reason", "nodes", "replacements", "savings_per_hour", "moves", "why", "score", "score_threshold"
+    }
+    assert (first["score"], first["score_threshold"]) == (None, None)  # not a Balanced pool
     assert (first["type"], first["reason"], first["nodes"]) == ("delete", "empty", ["n3"])
     kinds = [(a["type"], a["reason"]) for a in doc["actions"]]
     assert ("delete", "underutilized") in kinds
@@ -128,7 +131,10 @@ def test_json_shape(tmp_path: Path) -> None:
     # both pods fit on the do-not-disrupt node's free room, so both their nodes go in one multi-node action
     assert (sorted(under["nodes"]), under["moves"]) == (["n1", "n2"], {"default/web-1": "n4", "default/web-2": "n4"})
     n4 = next(n for n in doc["not_disrupted"] if n["node"] == "n4")
-    assert set(n4) == {"node", "reason", "blocked_by", "savings_per_hour", "category", "cheapest_replacement"}
+    assert set(n4) == {
+        "node", "reason", "blocked_by", "savings_per_hour", "category", "cheapest_replacement", "score",
+        "score_threshold",
+    }
     assert (n4["category"], n4["cheapest_replacement"]) == ("do-not-disrupt", None)
     assert (n4["reason"], n4["blocked_by"]) == ("node n4 has do-not-disrupt", "do-not-disrupt")
     assert doc["summary"]["cost_per_hour_after"] < doc["summary"]["cost_per_hour_before"]

@@ -57,6 +57,7 @@ WORDS: dict[NotDisruptedCategory, str] = {
     Category.SPOT_TO_SPOT: r"spot-to-spot replacement ",
     Category.NO_SAVING: r"no saving: ",
     Category.BELOW_MIN_SAVINGS: r"is below --min-savings ",
+    Category.BELOW_SCORE_THRESHOLD: r"^Balanced consolidation, .*: score \d+\.\d\d < threshold 0\.50 ",
     Category.NO_CHEAPER_ARRANGEMENT: r"^no cheaper arrangement of its pods was found$",
     Category.NOT_EVALUATED: r"^not evaluated: the simulation limit was reached$",
 }
@@ -69,6 +70,7 @@ def check_typed(report: Report) -> None:
         assert re.search(WORDS[x.category], x.text), x
         assert x.reason == x.text
         assert (x.cheapest_replacement is not None) == (x.category is Category.NO_CHEAPER_REPLACEMENT), x
+        assert (x.score is not None) == (x.category is Category.BELOW_SCORE_THRESHOLD), x
         if x.cheapest_replacement is not None:
             c = x.cheapest_replacement
             said = f"cheapest fitting option {c.instance_type} {c.capacity_type} at {money(c.price_per_hour)}"
@@ -143,6 +145,8 @@ def test_the_json_keeps_its_keys_and_adds_the_category() -> None:
                 "savings_per_hour": saving,
                 "category": "pdb",
                 "cheapest_replacement": None,
+                "score": None,
+                "score_threshold": None,
             }
         ]
     )

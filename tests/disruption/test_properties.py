@@ -156,7 +156,7 @@ def clusters(draw: Any, heavy: bool = False, plain: bool = False) -> tuple[Clust
     if draw(st.integers(0, 4)) == 0:
         pdbs.append(PodDisruptionBudget("default", "everything", {}, None, "5"))
     budgets = {name: DisruptionSettings(
-        policy=draw(st.sampled_from(["WhenEmptyOrUnderutilized", "WhenEmptyOrUnderutilized", "WhenEmpty"])),
+        policy=draw(st.sampled_from(["WhenEmptyOrUnderutilized", "WhenEmptyOrUnderutilized", "WhenEmpty", "Balanced"])),
         consolidate_after=timedelta(0) if heavy else draw(st.sampled_from([timedelta(0), timedelta(minutes=30), None])),
         expire_after=None if heavy else draw(st.sampled_from([timedelta(hours=720), timedelta(days=10), None])),
         budgets=tuple(dataclasses.replace(b, index=i) for i, b in enumerate(draw(st.lists(budget_st, min_size=0, max_size=3)))),
@@ -326,6 +326,10 @@ def _check(c: Cluster, at: Any, *, events: bool = True) -> Report:
             assert len(a.replacements) <= 1 or a.method == "repack"
             assert sum(r["price_per_hour"] for r in a.replacements) < cost
             assert a.savings_per_hour > 0
+            # Balanced pools take a move only when its score reaches 1/k; other pools' moves are not scored
+            balanced = any(c.settings_for(info[n].nodepool or "").policy == "Balanced" for n in a.nodes)
+            assert (a.score is not None) == balanced, a
+            assert a.score is None or a.score >= 0.5, a
         if a.method == "repack":
             # only repack launches several nodes; it must clear its margin whatever option each claim launches
             assert a.type == "replace" and a.replacements and a.reason == "underutilized"

@@ -723,3 +723,16 @@ def test_browsable_api_renders(operator_client: APIClient, viewer_client: APICli
             assert response.status_code == 200, url
             assert response["Content-Type"].startswith("text/html"), url
         assert client.get("/api/import/", HTTP_ACCEPT="text/html").status_code == 405
+
+
+def test_balanced_policy_through_the_api_and_its_schema(operator_client: APIClient) -> None:
+    response = operator_client.post("/api/nodepools/", {"name": "calm", "consolidation_policy": "Balanced"},
+                                    format="json")
+    assert response.status_code == 201, response.content
+    assert NodePool.objects.get(name="calm").consolidation_policy == "Balanced"
+    bad = operator_client.patch("/api/nodepools/calm/", {"consolidation_policy": "Sometimes"}, format="json")
+    assert bad.status_code == 400 and "consolidation_policy" in bad.json()
+    assert NodePool.objects.get(name="calm").consolidation_policy == "Balanced"
+    schema = json.loads(operator_client.get("/api/schema/?format=json").content)
+    enums = [v.get("enum") for v in schema["components"]["schemas"].values() if "enum" in v]
+    assert ["WhenEmpty", "WhenEmptyOrUnderutilized", "Balanced"] in enums

@@ -1064,3 +1064,24 @@ def test_snapshot_with_too_many_replicas_is_refused_on_upload(operator_client: A
     response = operator_client.post("/whatif/snapshots/", {"name": "s", "text": one})
     assert response.status_code == 400 and b"is more than the maximum 10000 pods per workload" in response.content
     assert not Snapshot.objects.exists()
+
+
+def test_balanced_policy_imports_and_round_trips(importer: User) -> None:
+    # Karpenter v1.14's third consolidationPolicy
+    text = minimal_pool(disruption={"consolidationPolicy": "Balanced", "consolidateAfter": "30s"})
+    result = run_import(importer, text)
+    assert problems(result) == []
+    pool = NodePool.objects.get(name="general")
+    assert pool.consolidation_policy == "Balanced"
+    exported = services.karpenter_export([pool])
+    assert "consolidationPolicy: Balanced" in exported
+    again = run_import(importer, exported)
+    assert problems(again) == [] and again.unchanged == ["NodePool/general"]
+
+
+def test_unknown_policy_is_refused_naming_the_three_policies(importer: User) -> None:
+    result = run_import(importer, minimal_pool(disruption={"consolidationPolicy": "Always", "consolidateAfter": "0s"}))
+    assert (1, "spec.disruption.consolidationPolicy",
+            "'Always' is not one of WhenEmpty, WhenEmptyOrUnderutilized, Balanced") in problems(result)
+    assert {p[1] for p in problems(result)} == {"spec.disruption.consolidationPolicy"}
+    assert counts() == (0, 0, 0)

@@ -280,7 +280,7 @@ def test_termination_grace_period() -> None:
     assert_invalid(pool(termination_grace_period="2d"), "termination_grace_period", "invalid duration '2d'")
 
 
-@pytest.mark.parametrize("policy", ["WhenEmpty", "WhenEmptyOrUnderutilized"])
+@pytest.mark.parametrize("policy", ["WhenEmpty", "WhenEmptyOrUnderutilized", "Balanced"])
 def test_consolidation_policy_valid(policy: str) -> None:
     assert_valid(pool(consolidation_policy=policy))
 

@@ -65,3 +65,16 @@ def test_preview_page_shows_them(spot_node: Any, viewer_client: Client) -> None:
     delta = html[html.index('id="whatif-delta">'):].split("</strong>", 1)[0]
     assert delta.startswith('id="whatif-delta">+') and "(the edit costs more)" in html
     assert "Consolidation savings" not in html
+
+
+def test_preview_of_switching_to_balanced_gives_each_removals_score(world: Any) -> None:
+    # two m5.2xlarge nodes of general, each running one small pod: one goes, its pod lands on the other
+    world.cluster.apply(karpenter_node("left"))
+    world.cluster.apply(karpenter_node("right"))
+    add_pod(world, "l", namespace="ops", node_name="left", cpu="500m", memory="1Gi", extra=None)
+    add_pod(world, "r", namespace="ops", node_name="right", cpu="500m", memory="1Gi", extra=None)
+    result = selectors.preview_nodepool_change(values={"consolidation_policy": "Balanced"}, name="general",
+                                               cluster=world.cluster, now=world.clock())
+    scored = [r for r in result["after"]["removals"] if r["reason"] in ("underutilized", "empty")]
+    assert scored and all(r["score"] is not None and r["score"] >= 0.5 for r in scored if r["reason"] != "empty")
+    assert all(r["score"] is None for r in result["before"]["removals"])

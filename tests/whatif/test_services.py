@@ -120,6 +120,7 @@ def test_bench_runs_small(db: Any) -> None:
     (api.NotDisruptedCategory.BUDGET, "budget window"),
     (api.NotDisruptedCategory.CONSOLIDATE_AFTER, "consolidateAfter"),
     (api.NotDisruptedCategory.NO_CHEAPER_REPLACEMENT, "no cheaper replacement"),
+    (api.NotDisruptedCategory.BELOW_SCORE_THRESHOLD, "Balanced consolidation score"),
     (api.NotDisruptedCategory.WHEN_EMPTY, "other"),
     (api.NotDisruptedCategory.NOT_EVALUATED, "other"),
 ])
@@ -159,3 +160,28 @@ def test_why_node_of_a_deleted_nodepool(world: Any, viewer_client: Any) -> None:
     html = viewer_client.get("/whatif/nodes/orphan/").content.decode()
     assert 'id="why-nodepool-deleted"' in html and "NodePool <code>gone</code> was deleted" in html
     assert "not found in the input" not in html
+
+
+def test_why_node_gives_the_balanced_score_and_threshold(world: Any, viewer_client: Any) -> None:
+    NodePool.objects.filter(name="general").update(consolidation_policy="Balanced")
+    world.cluster.apply(karpenter_node("costly"))
+    world.cluster.apply(karpenter_node("plain"))
+    add_pod(world, "light", namespace="ops", node_name="plain", cpu="100m", memory="128Mi", extra=None)
+    for i in range(5):
+        add_pod(world, f"cache-{i}", namespace="ops", node_name="costly", cpu="100m", memory="128Mi", extra=None)
+        p = next(p for p in world.cluster.list_pods()[0] if p["metadata"]["name"] == f"cache-{i}")
+        p["metadata"].setdefault("annotations", {})["controller.kubernetes.io/pod-deletion-cost"] = "2147483647"
+        world.cluster.apply(p)
+    costly = selectors.why_node("costly", cluster=world.cluster, now=world.clock())
+    assert not costly["candidate"] and costly["category"] == "Balanced consolidation score", costly
+    assert costly["score"] < costly["score_threshold"] == 0.5
+    plain = selectors.why_node("plain", cluster=world.cluster, now=world.clock())
+    assert plain["candidate"] and plain["score"] >= plain["score_threshold"] == 0.5, plain
+    # the page as the view renders it (the view asks at the wall clock, past these nodes' expireAfter)
+    from unittest import mock
+
+    with mock.patch.object(selectors, "why_node", return_value=costly):
+        page = viewer_client.get("/whatif/nodes/costly/")
+    assert page.status_code == 200
+    assert f"Balanced consolidation score <strong>{costly['score']:.2f}</strong>, below the threshold 0.50".encode() \
+        in page.content
