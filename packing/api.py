@@ -58,6 +58,7 @@ from packing.durations import DurationError, parse_duration
 from packing.fields import FieldError, InputError
 from packing.instancetype import InstanceType, Offering
 from packing.kubeobjects import Inputs, add_object, expand_workloads, expansion_plan
+from packing.staticpool import ScaleDownCandidate, scale_down_order, static_nodeclaim
 from packing.nodepool import (
     BUDGET_NODES_DEFAULT,
     CONSOLIDATE_AFTER_DEFAULT,
@@ -91,6 +92,9 @@ from packing.yamlinput import brief, load_all, load_one
 
 __all__ = [
     "yamlinput",
+    "ScaleDownCandidate",
+    "scale_down_order",
+    "static_nodeclaim",
     "VM_MEMORY_OVERHEAD_PERCENT",
     "load_bundled",
     "CronError",

@@ -21,6 +21,7 @@ from tests.engine_builders import (
     node,
     on_demand_pool,
     pod,
+    req,
     small_catalog,
     solve,
 )
@@ -104,3 +105,35 @@ def test_the_reader_refuses_what_the_crd_refuses(spec: dict[str, object], path: 
     with pytest.raises(FieldError) as e:
         add_object(_nodepool_doc(**spec), Inputs())
     assert e.value.path == path and words in str(e.value)
+
+
+def test_a_static_pool_launches_its_cheapest_type_with_daemonset_overhead() -> None:
+    from packing.api import static_nodeclaim
+    from packing.nodepool import DaemonSet
+    from tests.engine_builders import catalog
+
+    ds = DaemonSet("kube-system", "agent", pod("agent", "100m", "128Mi"))
+    c = static_nodeclaim(static("fixed"), catalog(), [ds], name="fixed-1")  # type: ignore[arg-type]
+    assert c is not None and c.name == "fixed-1" and c.nodepool == "fixed" and c.pods == []
+    cheapest = min((o.price or 0.0, it.name) for it in catalog() for o in it.offerings if o.capacity_type == "on-demand")
+    assert (c.price_per_hour, c.instance_type) == cheapest
+    assert c.labels["karpenter.sh/nodepool"] == "fixed" and c.instance_type_options[0] == c.instance_type
+    assert c.requests.get("cpu") == 100
+    no_type = req("node.kubernetes.io/instance-type", "In", "no-such-type")
+    impossible = dataclasses.replace(static("fixed"), requirements=no_type)  # type: ignore[type-var]
+    assert static_nodeclaim(impossible, catalog()) is None  # type: ignore[arg-type]
+
+
+def test_scale_down_takes_unlaunched_then_empty_then_least_disruptive() -> None:
+    from packing.api import ScaleDownCandidate, scale_down_order
+
+    cands = [
+        ScaleDownCandidate("busy-dnd", True, 3, True, cost=1.0),
+        ScaleDownCandidate("busy-costly", True, 5, False, cost=5.0),
+        ScaleDownCandidate("busy-cheap", True, 1, False, cost=1.0),
+        ScaleDownCandidate("empty", True, 0, False),
+        ScaleDownCandidate("pending", False, 0, False),
+        ScaleDownCandidate("busy-first", True, 5, False, priority=100, cost=9.0),
+    ]
+    assert [c.name for c in scale_down_order(cands)] == [
+        "pending", "empty", "busy-first", "busy-cheap", "busy-costly", "busy-dnd"]
