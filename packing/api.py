@@ -58,7 +58,6 @@ from packing.durations import DurationError, parse_duration
 from packing.fields import FieldError, InputError
 from packing.instancetype import InstanceType, Offering
 from packing.kubeobjects import Inputs, add_object, expand_workloads, expansion_plan
-from packing.staticpool import ScaleDownCandidate, scale_down_order, static_nodeclaim
 from packing.nodepool import (
     BUDGET_NODES_DEFAULT,
     CONSOLIDATE_AFTER_DEFAULT,
@@ -87,6 +86,7 @@ from packing.resources import CPU, MEMORY, PODS, Resources
 from packing.scheduling.reasons import MISMATCH_KINDS, Reason, ReasonKind
 from packing.scheduling.results import ExistingPlacement, PlannedNodeClaim, Results
 from packing.scheduling.scheduler import Scheduler
+from packing.staticpool import ScaleDownCandidate, scale_down_order, static_nodeclaim
 from packing.taints import EFFECTS, Taint, first_untolerated
 from packing.yamlinput import brief, load_all, load_one
 

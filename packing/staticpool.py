@@ -13,10 +13,17 @@ import dataclasses
 from collections.abc import Sequence
 
 from packing.instancetype import InstanceType
-from packing.nodepool import CAPACITY_TYPE_LABEL, INSTANCE_TYPE_LABEL, NODEPOOL_LABEL, ZONE_LABEL, DaemonSet, NodePool
+from packing.nodepool import (
+    CAPACITY_TYPE_LABEL,
+    INSTANCE_TYPE_LABEL,
+    NODEPOOL_LABEL,
+    ZONE_LABEL,
+    DaemonSet,
+    NodePool,
+)
 from packing.resources import CPU, MEMORY, PODS, Resources
-from packing.scheduling.scheduler import Scheduler
 from packing.scheduling.results import PlannedNodeClaim
+from packing.scheduling.scheduler import Scheduler
 
 __all__ = ["MAX_OPTIONS", "ScaleDownCandidate", "scale_down_order", "static_nodeclaim"]
 
