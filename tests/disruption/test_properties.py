@@ -430,3 +430,20 @@ def test_repack_is_exercised_and_safe_on_packed_clusters() -> None:
         c, at = _packed_cluster(seed)
         repacks += sum(1 for a in _check(c, at, events=False).actions if a.method == "repack")
     assert repacks >= 20, repacks
+
+
+@settings(max_examples=80, deadline=None)
+@given(clusters(heavy=True), st.data())
+def test_static_pools_are_never_consolidated(case: tuple[Cluster, Any], data: st.DataObject) -> None:
+    """A static NodePool's nodes (spec.replicas) are never disrupted by consolidation, and no action launches a
+    replacement from it; the report stays as safe as any other."""
+    c, at = case
+    static = data.draw(st.sets(st.sampled_from([p.name for p in c.nodepools])))
+    c = dataclasses.replace(c, nodepools=[dataclasses.replace(p, replicas=1, weight=0, limits=None)
+                                          if p.name in static else p for p in c.nodepools])
+    report = _check(c, at)
+    pool_of = {n.name: n.nodepool for n in c.nodes}
+    for a in report.actions:
+        assert not any(r["nodepool"] in static for r in a.replacements)
+        if a.reason not in ("drifted", "expired"):
+            assert not any(pool_of.get(n) in static for n in a.nodes)
