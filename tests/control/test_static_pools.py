@@ -96,3 +96,26 @@ def test_the_disrupt_loop_never_consolidates_static_nodes(db: Any, settings: Any
         outcome = disrupt_run(cluster=cluster, cloud=cloud, now=clock())
         assert outcome.started == ""
     assert len(_live("fixed")) == 2
+
+
+def test_drifted_static_nodes_are_replaced_one_for_one(db: Any, settings: Any) -> None:
+    clock, config, cluster, cloud = loop_world(settings, on_demand_pool("fixed", ["m"], replicas=2))
+    _ticks(clock, config, cluster, cloud)
+    before = {c.name for c in _live("fixed")}
+    assert len(before) == 2
+    pool = NodePool.objects.get(name="fixed")
+    services.nodepool_update(nodepool=pool, values={"requirements": on_demand_pool("fixed", ["c"])["requirements"]},
+                             user=None, source="api")
+    most = 0
+    for _ in range(40):
+        advance(clock, config, 10)
+        disrupt_run(cluster=cluster, cloud=cloud, now=clock())
+        provision_run(cluster=cluster, cloud=cloud, now=clock())
+        lifecycle_run(cluster=cluster, cloud=cloud, now=clock())
+        most = max(most, NodeClaim.objects.active().filter(nodepool_name="fixed").count())
+    live = _live("fixed")
+    assert len(live) == 2 and not ({c.name for c in live} & before)
+    assert all(c.instance_type.startswith("c") for c in live), [c.instance_type for c in live]
+    assert most <= 3  # one replacement at a time beside the two (the drift budget, one for one)
+    drift = Decision.objects.filter(kind=Decision.DISRUPTION, why__contains="drifted")
+    assert drift.count() == 2

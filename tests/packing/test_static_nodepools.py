@@ -137,3 +137,18 @@ def test_scale_down_takes_unlaunched_then_empty_then_least_disruptive() -> None:
     ]
     assert [c.name for c in scale_down_order(cands)] == [
         "pending", "empty", "busy-first", "busy-cheap", "busy-costly", "busy-dnd"]
+
+
+def test_a_drifted_static_node_is_replaced_one_for_one() -> None:
+    from packing.requirements import Requirement
+
+    # the pool now wants instance family c: its m node has drifted
+    family = Requirement.new("karpenter.k8s.aws/instance-family", "In", ["c"])
+    fixed = dataclasses.replace(mixed_capacity_pool("fixed", family), replicas=1)
+    r = consolidate(cluster([node("n1", M4, pool_name="fixed")], [bound_pod("a", "n1", "1")], pools=[fixed,
+                            mixed_capacity_pool("default")]), AT)
+    (a,) = [x for x in r.actions if x.reason == "drifted"]
+    assert a.type == "replace" and a.nodes == ["n1"]
+    static_claims = [c for c in a.replacements if c["nodepool"] == "fixed"]
+    assert len(static_claims) == 1 and static_claims[0]["pods"] == []
+    assert static_claims[0]["labels"]["karpenter.k8s.aws/instance-family"] == "c"
