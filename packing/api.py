@@ -88,6 +88,7 @@ from packing.resources import CPU, MEMORY, PODS, Resources
 from packing.scheduling.reasons import MISMATCH_KINDS, Reason, ReasonKind
 from packing.scheduling.results import ExistingPlacement, PlannedNodeClaim, Results
 from packing.scheduling.scheduler import Scheduler
+from packing.staticpool import ScaleDownCandidate, scale_down_order, static_nodeclaim
 from packing.taints import EFFECTS, Taint, first_untolerated
 from packing.yamlinput import brief, load_all, load_one
 
@@ -98,6 +99,9 @@ __all__ = [
     "BALANCED_THRESHOLD",
     "MoveDecision",
     "ScoreObservation",
+    "ScaleDownCandidate",
+    "scale_down_order",
+    "static_nodeclaim",
     "VM_MEMORY_OVERHEAD_PERCENT",
     "load_bundled",
     "CronError",

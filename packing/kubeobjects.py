@@ -39,6 +39,7 @@ from packing.nodepool import (
     HOSTNAME_LABEL,
     INITIALIZED_LABEL,
     INSTANCE_TYPE_LABEL,
+    STATIC_LIMIT_KEYS,
     DaemonSet,
     ExistingNodeSpec,
     NodePool,
@@ -69,6 +70,7 @@ __all__ = [
     "parse_pod_spec",
 ]
 
+INT64_MAX = 2**63 - 1  # spec.replicas is an int64 in Karpenter's CRD
 MAX_REPLICAS = 10_000  # pods one workload (Deployment, ReplicaSet, Job...) may stand for (replicas, parallelism)
 MAX_EXPANDED_PODS = 100_000  # pending pods made from workloads in one input, in all
 
@@ -281,6 +283,14 @@ def _nodepool(doc: Mapping[str, Any], out: Inputs, where: str) -> None:
     )
     limits = quantities(spec.get("limits"), "spec.limits") if spec.get("limits") is not None else None
     ref = as_object(tspec.get("nodeClassRef"), "spec.template.spec.nodeClassRef")
+    replicas = None if spec.get("replicas") is None else as_int(spec["replicas"], "spec.replicas", 0, lo=0, hi=INT64_MAX)
+    if replicas is not None:
+        # the CRD's CEL rules on a static NodePool
+        other = sorted(set(limits or {}) - STATIC_LIMIT_KEYS)
+        if other:
+            raise FieldError("spec.limits", f"only 'limits.nodes' is supported on static NodePools (got {', '.join(other)})")
+        if spec.get("weight") is not None:
+            raise FieldError("spec.weight", "'weight' is not supported on static NodePools")
     out.nodepools.append(
         NodePool(
             name=name,
@@ -291,6 +301,7 @@ def _nodepool(doc: Mapping[str, Any], out: Inputs, where: str) -> None:
             limits=limits,
             weight=as_int(spec.get("weight"), "spec.weight", 0, lo=1, hi=100),
             node_class=as_str(ref.get("name"), "spec.template.spec.nodeClassRef.name"),
+            replicas=replicas,
         )
     )
 

@@ -56,6 +56,8 @@ CONSOLIDATION_POLICY_DEFAULT = "WhenEmptyOrUnderutilized"  # spec.disruption.con
 CONSOLIDATE_AFTER_DEFAULT = "0s"                         # spec.disruption.consolidateAfter
 BUDGET_NODES_DEFAULT = "10%"                             # spec.disruption.budgets[].nodes, and the one budget
                                                          # a NodePool without spec.disruption.budgets gets
+# A static NodePool (spec.replicas set, Karpenter v1.14, alpha) may limit only its number of nodes.
+STATIC_LIMIT_KEYS = frozenset({"nodes"})
 
 
 @dataclass(frozen=True)
@@ -71,6 +73,13 @@ class NodePool:
     limits: Mapping[str, int] | None = None
     weight: int = 0
     node_class: str = ""
+    # spec.replicas: a static NodePool keeps this many nodes whatever the pods ask for; it launches no node for
+    # pending pods (pods may still schedule onto its nodes) and consolidation leaves its nodes alone. None: dynamic.
+    replicas: int | None = None
+
+    @property
+    def static(self) -> bool:
+        return self.replicas is not None
 
 
 @dataclass(frozen=True)

@@ -211,13 +211,21 @@ def _provision(cluster: ClusterBackend, cloud: CloudProvider, now: datetime) -> 
                                           deletion_requested_at__isnull=True):
         _tally(outcome, claim.name, nodeclaim_launch(claim=claim, cloud=cloud, catalog=catalog, now=now))
 
+    from console.control.static_pools import static_pools_reconcile  # it builds on this module's launch step
+
+    problems: dict[str, str] = {}
+    daemonsets = cluster.list_daemonsets()
+    # Static NodePools first (console.control.static_pools): what they launch now is capacity for the plan below.
+    static = static_pools_reconcile(cluster=cluster, cloud=cloud, pools=pools, classes=classes,
+                                    daemonsets=daemonsets, catalog=catalog, now=now, problems=problems)
+    outcome.launched.extend(static.launched)
+    outcome.failed.update(static.failed)
     pods, _ = cluster.list_pods()
     nodes, _ = cluster.list_nodes()
     # Claims on their way out (deleted NodePool, interruption) are no capacity to plan on.
     inflight = NodeClaim.objects.active().filter(registered_at__isnull=True, deletion_requested_at__isnull=True)
-    problems: dict[str, str] = {}
     inputs = adapters.cluster_inputs(pods=pods, nodes=nodes, pdbs=cluster.list_pdbs(),
-                                     daemonsets=cluster.list_daemonsets(), nodepools=pools,
+                                     daemonsets=daemonsets, nodepools=pools,
                                      nodeclasses=classes, nodeclaims=inflight, problems=problems)
     # Only pods the scheduler gave up on; a pod merely not yet scheduled may still land on a node.
     pending_keys = {f"{p['metadata'].get('namespace') or 'default'}/{p['metadata']['name']}"

@@ -77,6 +77,8 @@ def write_fleet(out: Exposition, last: MetricSample | None) -> None:
             if key not in parsed:
                 parsed[key] = _value(q)
             usage[(("nodepool", str(pool)), ("resource_type", resource_label(key[0])))] += parsed[key]
+        # Karpenter's usage counts nodes too (status.resources.nodes, whence a static pool's status.nodes)
+        usage[(("nodepool", str(pool)), ("resource_type", "nodes"))] += 1
     _gauge(out, "karpenter_nodepools_usage", "The amount of resources that have been provisioned for a nodepool. "
            "Labeled by nodepool name and resource type.", usage)
     limits = {(("nodepool", str(p.name)), ("resource_type", resource_label(str(r)))): _value(q)

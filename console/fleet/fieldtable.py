@@ -175,6 +175,13 @@ NODEPOOL_FIELDS: tuple[FieldSpec, ...] = (
     FieldSpec("weight", ("spec", "weight"), Kind.INT, "Weight", Widget.NUMBER, default=None, int_range=(1, 100),
               help="1-100; higher-weight pools are tried first.",
               api_help="spec.weight, 1-100: pools with a higher weight are tried first."),
+    FieldSpec("replicas", ("spec", "replicas"), Kind.INT, "Replicas", Widget.NUMBER, default=None,
+              int_range=(0, validation.INT64_MAX),
+              help="Static NodePool: keep exactly this many nodes (only limits.nodes, no weight). Set when the pool "
+                   "is created; a pool cannot switch between static and dynamic.",
+              api_help="spec.replicas (static NodePool, Karpenter v1.14 alpha): the number of nodes to keep. Only "
+                       "limits.nodes and no weight with it; cannot be added to or removed from an existing pool. "
+                       "PATCH {\"replicas\": n} scales the pool."),
 )
 
 _METADATA_CHOICES = {

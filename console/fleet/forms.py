@@ -171,6 +171,13 @@ class NodePoolForm(_NodePoolInputs):  # type: ignore[misc, valid-type]
             self.fields["name"].disabled = True
 
 
+class ScaleForm(forms.Form):
+    """The scale action of a static NodePool's page: a new spec.replicas (the model checks the rules)."""
+
+    replicas = forms.IntegerField(label="Replicas", min_value=0)
+    revision = forms.IntegerField(required=False, widget=forms.HiddenInput)
+
+
 class RequirementForm(forms.Form):
     key = forms.CharField(required=False, widget=forms.TextInput(attrs={"list": "label-keys", "class": "mono"}))
     operator = forms.ChoiceField(choices=[(o, o) for o in validation.OPERATORS], initial="In")

@@ -71,7 +71,6 @@ _REQUIRED = {kind: _required(kind) for kind in (NODEPOOL_KIND, NODECLASS_KIND)}
 _NOT_SUPPORTED = "Karpenter v1 field that Loadmaster does not support yet; remove it to import"
 _KNOWN_ELSEWHERE: dict[str, dict[str, str]] = {
     NODEPOOL_KIND: {
-        "spec.replicas": "static NodePools (replicas) are not supported by Loadmaster yet; remove it to import",
         "spec.template.spec.kubelet": "kubelet moved to the EC2NodeClass (spec.kubelet) in Karpenter v1",
         "spec.disruption.expireAfter": "expireAfter moved to spec.template.spec.expireAfter in Karpenter v1",
         "spec.template.spec.resources": "resources cannot be set in a NodePool template",

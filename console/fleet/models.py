@@ -52,6 +52,8 @@ class NodePool(models.Model):
     budgets = models.JSONField(default=list, blank=True)
     limits = models.JSONField(default=dict, blank=True)
     weight = models.PositiveSmallIntegerField(null=True, blank=True)
+    # spec.replicas: set, the pool is static (keeps this many nodes); None, dynamic. int64 as in the CRD.
+    replicas = models.BigIntegerField(null=True, blank=True)
     created_at = models.DateTimeField(default=timezone.now, editable=False)
     updated_at = models.DateTimeField(default=timezone.now, editable=False)
     # Bumped on every change; the API and forms use it to refuse a stale overwrite.
@@ -70,7 +72,9 @@ class NodePool(models.Model):
         return {f.name: getattr(self, f.name) for f in self._meta.concrete_fields}
 
     def clean(self) -> None:
-        _raise_issues(validation.check_nodepool(self.field_values()),
+        stored = NodePool.objects.filter(pk=self.pk).values("replicas").first() if self.pk else None
+        before = None if stored is None else {"replicas": stored["replicas"]}
+        _raise_issues(validation.check_nodepool(self.field_values(), before=before),
                       {f.name for f in self._meta.concrete_fields})
 
 

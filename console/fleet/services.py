@@ -89,6 +89,15 @@ def nodepool_update(*, nodepool: NodePool, values: Mapping[str, Any], user: Any,
     return pool
 
 
+@transaction.atomic
+def nodepool_scale(*, nodepool: NodePool, replicas: Any, user: Any, source: str = "form",
+                   expected_revision: int | None = None) -> NodePool:
+    """Set a static NodePool's spec.replicas (kubectl scale nodepool): the static-pool loop then launches or
+    removes nodes to match. A dynamic pool is refused at the field, as Karpenter's CRD refuses adding replicas."""
+    return nodepool_update(nodepool=nodepool, values={"replicas": replicas}, user=user, source=source,
+                           expected_revision=expected_revision)
+
+
 def nodeclaims_mark_for_deletion(*, claims: QuerySet[NodeClaim], reason: str, now: datetime | None = None) -> int:
     """Ask for these NodeClaims to be removed: the lifecycle loop's termination step cordons, drains
     (evictions, PodDisruptionBudgets respected) and terminates them. Claims already on their way out

@@ -9,6 +9,7 @@ urlpatterns = [
     path("nodepools/new/", views.NodePoolEditView.as_view(), name="nodepool-create"),
     path("nodepools/<str:name>/", views.nodepool_detail, name="nodepool-detail"),
     path("nodepools/<str:name>/edit/", views.NodePoolEditView.as_view(), name="nodepool-edit"),
+    path("nodepools/<str:name>/scale/", views.nodepool_scale, name="nodepool-scale"),
     path("nodepools/<str:name>/delete/", views.NodePoolDeleteView.as_view(), name="nodepool-delete"),
     path("nodepools/<str:name>/export/", views.nodepool_export, name="nodepool-export"),
     path("nodeclasses/", views.nodeclass_list, name="nodeclass-list"),

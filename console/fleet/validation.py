@@ -487,8 +487,29 @@ def check_budgets(field: str, value: Any) -> list[FieldIssue]:
     return issues.items
 
 
-def check_nodepool(data: Mapping[str, Any]) -> list[FieldIssue]:
-    """Validate a NodePool given as model-field values (see models.NodePool)."""
+def check_static(data: Mapping[str, Any], before: Mapping[str, Any] | None) -> list[FieldIssue]:
+    """spec.replicas and the CEL rules Karpenter v1.14 puts on a static NodePool (the NodePool spec's
+    x-kubernetes-validations); ``before``: the stored pool's values, for the transition rule."""
+    found: list[FieldIssue] = []
+    replicas = data.get("replicas")
+    if replicas is not None and (not _is_int(replicas) or not 0 <= replicas <= INT64_MAX):
+        found.append(FieldIssue("replicas", "", f"{replicas!r} must be an integer from 0 to {INT64_MAX}"))
+    if before is not None and (replicas is None) != (before.get("replicas") is None):
+        found.append(FieldIssue("replicas", "", "Cannot transition NodePool between static (replicas set) and "
+                                                "dynamic (replicas unset) provisioning modes"))
+    if replicas is None:
+        return found
+    limits = data.get("limits")
+    if isinstance(limits, Mapping) and set(limits) - {"nodes"}:
+        found.append(FieldIssue("limits", "", "only 'limits.nodes' is supported on static NodePools"))
+    if data.get("weight") is not None:
+        found.append(FieldIssue("weight", "", "'weight' is not supported on static NodePools"))
+    return found
+
+
+def check_nodepool(data: Mapping[str, Any], *, before: Mapping[str, Any] | None = None) -> list[FieldIssue]:
+    """Validate a NodePool given as model-field values (see models.NodePool); ``before``: the stored values of the
+    pool being changed (None when it is created), for the rules on transitions."""
     found: list[FieldIssue] = []
     problem = object_name_problem(data.get("name"))
     if problem:
@@ -513,6 +534,7 @@ def check_nodepool(data: Mapping[str, Any]) -> list[FieldIssue]:
     weight = data.get("weight")
     if weight is not None and (not _is_int(weight) or not 1 <= weight <= 100):
         found.append(FieldIssue("weight", "", f"{weight!r} must be an integer from 1 to 100"))
+    found += check_static(data, before)
     return found
 
 

@@ -22,7 +22,7 @@ from console.fleet.filters import (
     NodeClaimFilterSet,
     NodePoolFilterSet,
 )
-from console.fleet.forms import ImportForm, NodeClassForm, NodePoolEditor
+from console.fleet.forms import ImportForm, NodeClassForm, NodePoolEditor, ScaleForm
 from console.fleet.models import ChangeRecord, Decision, EC2NodeClass, NodeClaim, NodePool
 
 # Label keys offered as suggestions in the requirement rows (free text is still accepted).
@@ -58,10 +58,13 @@ def nodepool_list(request: HttpRequest) -> HttpResponse:
         "total_cost_per_hour": selectors.fleet_cost_per_hour(usages=pools, deleted=deleted)})
 
 
-def nodepool_detail(request: HttpRequest, name: str) -> HttpResponse:
+def nodepool_detail(request: HttpRequest, name: str, *, scale_form: ScaleForm | None = None,
+                    status: int = 200) -> HttpResponse:
     pool = get_object_or_404(NodePool, name=name)
+    if scale_form is None and pool.replicas is not None:
+        scale_form = ScaleForm(initial={"replicas": pool.replicas, "revision": pool.revision})
     return render(request, "fleet/nodepool_detail.html", {
-        "pool": pool,
+        "pool": pool, "scale_form": scale_form,
         "spec_rows": fieldtable.detail_rows(fieldtable.NODEPOOL_FIELDS, pool.field_values()),
         "usage": selectors.nodepool_usage(nodepool=pool),
         "manifest": services.karpenter_export([pool]),
@@ -69,7 +72,30 @@ def nodepool_detail(request: HttpRequest, name: str) -> HttpResponse:
         "decisions": selectors.recent_decisions(nodepool_name=pool.name),
         "history": selectors.change_history(object_type=ChangeRecord.NODEPOOL, name=pool.name),
         "nodeclass_exists": EC2NodeClass.objects.filter(name=pool.node_class_name).exists(),
-    })
+    }, status=status)
+
+
+def nodepool_scale(request: HttpRequest, name: str) -> HttpResponse:
+    """POST: set a static NodePool's replicas (operators only, as every write); errors show at the form."""
+    require_operator(request)
+    pool = get_object_or_404(NodePool, name=name)
+    if request.method != "POST":
+        return redirect(pool)
+    form = ScaleForm(request.POST)
+    if form.is_valid():
+        try:
+            services.nodepool_scale(nodepool=pool, replicas=form.cleaned_data["replicas"], user=request.user,
+                                    source="form", expected_revision=form.cleaned_data.get("revision"))
+            messages.success(request, f"NodePool {pool.name} scaled to {form.cleaned_data['replicas']} replica(s).")
+            return redirect(pool)
+        except services.StaleRevision as exc:
+            form.add_error(None, exc)
+        except ValidationError as exc:
+            for field, problems in getattr(exc, "message_dict", {"__all__": exc.messages}).items():
+                for problem in problems:
+                    form.add_error("replicas" if field == "replicas" else None,
+                                   problem if field in ("replicas", "__all__") else f"{field}: {problem}")
+    return nodepool_detail(request, name, scale_form=form, status=400)
 
 
 class NodePoolEditView(View):

@@ -18,8 +18,10 @@ from packing.disruption.model import NotDisruptedCategory
 from packing.disruption.refusals import Refusal
 from packing.disruption.replacement import replace_or_delete
 from packing.disruption.state import RunState
+from packing.disruption.staticdrift import static_replacement
 from packing.instancetype import InstanceType
 from packing.nodepool import INSTANCE_TYPE_LABEL, NodePool
+from packing.scheduling.results import PlannedNodeClaim
 from packing.taints import Taint
 
 __all__ = ["Drift", "drift_reason"]
@@ -81,6 +83,7 @@ class Drift:
         self.failed: dict[str, int] = {}  # node -> epoch its move failed at
         # node -> why it drifted: a node's labels, taints and pool do not change during a run, so found once
         self._drifted: dict[str, str] | None = None
+        self._static: dict[str, PlannedNodeClaim | None] = {}  # per static pool, its replacement NodeClaim
 
     def _find_drifted(self) -> dict[str, str]:
         run = self.run
@@ -111,6 +114,10 @@ class Drift:
             if room is not None and room <= 0:
                 run.spared.found_but(n, Refusal(f"drifted ({r}), but {text}", NotDisruptedCategory.BUDGET))
                 continue
-            if replace_or_delete(run, self.failed, n, "drifted", self.name, f"drifted: {r}"):
+            add, why = static_replacement(run, self._static, run.info[n].nodepool or "")
+            if why:
+                run.spared.found_but(n, Refusal(f"drifted ({r}), but {why}", NotDisruptedCategory.NO_LAUNCHABLE_TYPE))
+                continue
+            if replace_or_delete(run, self.failed, n, "drifted", self.name, f"drifted: {r}", add=add):
                 return True
         return False

@@ -213,6 +213,7 @@ class NotDisruptedCategory(StrEnum):
     # its NodePool's consolidation settings leave it alone
     CONSOLIDATE_AFTER = "consolidate-after"  # consolidateAfter Never, or not passed since the last pod change
     WHEN_EMPTY = "when-empty"  # consolidationPolicy WhenEmpty and pods run on it
+    STATIC_NODEPOOL = "static-nodepool"  # its NodePool is static (spec.replicas): never consolidated (drift applies)
     # the move was looked for and refused
     PENDING_POD_BOUND = "pending-pod-bound"  # an empty node a pending pod would schedule on
     PODS_DO_NOT_FIT = "pods-do-not-fit"  # some pod finds no place on the other nodes (and a new node)

@@ -6,16 +6,28 @@ pod finds no place. A failure is remembered until capacity is added (the simulat
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from packing.disruption.formatting import money
 from packing.disruption.state import RunState
+from packing.scheduling.results import PlannedNodeClaim
 
 __all__ = ["replace_or_delete"]
 
 
-def replace_or_delete(run: RunState, failed: dict[str, int], name: str, reason: str, method: str, detail: str) -> bool:
+def replace_or_delete(
+    run: RunState,
+    failed: dict[str, int],
+    name: str,
+    reason: str,
+    method: str,
+    detail: str,
+    add: Sequence[PlannedNodeClaim] = (),
+) -> bool:
     """Disrupt `name` for `reason` (the action's why begins with `detail`); False when its pods cannot all move
     (the node's NotDisrupted then says so) or the simulation limit is reached. failed: the method's own memory of
-    nodes that failed, by epoch."""
+    nodes that failed, by epoch. add: NodeClaims the action launches besides what its pods need (a static
+    NodePool's one-for-one replacement)."""
     if failed.get(name) == run.sim.epoch or run.out_of_solves():
         return False
     wi = run.sim.what_if([name])
@@ -23,6 +35,9 @@ def replace_or_delete(run: RunState, failed: dict[str, int], name: str, reason: 
         failed[name] = run.sim.epoch
         run.spared.found_but(name, wi.failure.after(detail))
         return False
+    if add:
+        wi.claims = [*wi.claims, *add]
+        wi.extra_cost += sum(c.price_per_hour for c in add)
     savings = run.price[name] - wi.extra_cost
     new = ""
     if wi.claims:

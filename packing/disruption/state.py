@@ -224,6 +224,13 @@ class RunState:
 
     def _gate_reason(self, name: str) -> Refusal | None:
         pool = self.info[name].nodepool or ""
+        static = self.pools.get(pool)
+        if static is not None and static.replicas is not None:
+            return Refusal(
+                f"nodepool {pool} is static (spec.replicas: {static.replicas}): its nodes are never consolidated, "
+                "only replaced when they drift or expire",
+                Category.STATIC_NODEPOOL,
+            )
         st = self.cluster.settings_for(pool)
         if st.consolidate_after is None:
             return Refusal(f"nodepool {pool} has consolidateAfter Never", Category.CONSOLIDATE_AFTER)

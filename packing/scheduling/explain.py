@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from packing.nodepool import NodePool
 from packing.requirements import Requirements
 from packing.resources import CPU, MEMORY
 from packing.scheduling import reasons
@@ -102,13 +103,28 @@ def explain_pool(s: Solve, ctx: PodContext, tpl: PoolTemplate) -> Reason:
     return reasons.unsatisfiable_together(name)
 
 
+def static_reason(ctx: PodContext, pool: NodePool) -> Reason:
+    """A static pool launches nothing for pods: say so, unless the pod was never meant for it (a taint it does
+    not tolerate, requirements that contradict the pool's), which is said instead."""
+    t = first_untolerated(pool.taints, ctx.pod.tolerations)
+    if t is not None:
+        return reasons.taint_not_tolerated(pool.name, t)
+    base = pool.requirements.intersect(Requirements.from_labels(pool.labels))
+    conflicts = [c for c in (term.conflict(base) for term in ctx.terms) if c is not None]
+    if ctx.terms and len(conflicts) == len(ctx.terms):
+        return reasons.requirement_conflict(pool.name, conflicts[0][0], conflicts[0][1])
+    return reasons.static_nodepool(pool.name, pool.replicas or 0)
+
+
 def explain(s: Solve, ctx: PodContext) -> list[Reason]:
-    if not s.tpls and not s.s.unusable_reasons:
+    if not s.tpls and not s.s.unusable_reasons and not any(p.static for p in s.s.nodepools):
         return [reasons.no_nodepool()]
     out: list[Reason] = []
     kept = {tpl.name for tpl in s.tpls}
     for pool in s.s.nodepools:
-        if pool.name not in kept:
+        if pool.static:
+            out.append(static_reason(ctx, pool))
+        elif pool.name not in kept:
             # left out of the solve because preparing it failed (Scheduler.templates)
             out.append(reasons.nodepool_unusable(pool.name, s.s.unusable_reasons.get(pool.name)))
     for tpl in s.tpls:

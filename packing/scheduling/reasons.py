@@ -55,6 +55,7 @@ __all__ = [
     "requirement_matches_no_offering",
     "requirement_not_in_labels",
     "requirements_match_no_offering",
+    "static_nodepool",
     "taint_not_tolerated",
     "topology",
     "unsatisfiable_together",
@@ -101,6 +102,9 @@ class ReasonKind(StrEnum):
     # max_milli
     BEYOND_RANGE = "beyond_range"
     UNEXPLAINED = "unexplained"  # working out the reason failed: error_type, error
+    # a static NodePool (spec.replicas) that the pod would suit: it keeps a fixed number of nodes and launches none
+    # for pending pods; replicas
+    STATIC_NODEPOOL = "static_nodepool"
 
 
 class UnusableCause(StrEnum):
@@ -227,6 +231,16 @@ def taint_not_tolerated(nodepool: str, t: Taint) -> Reason:
         nodepool,
         {"key": t.key, "value": t.value, "effect": t.effect},
         f"taint {t} not tolerated",
+    )
+
+
+def static_nodepool(nodepool: str, replicas: int) -> Reason:
+    return Reason(
+        ReasonKind.STATIC_NODEPOOL,
+        nodepool,
+        {"replicas": replicas},
+        f"nodepool is static (spec.replicas: {replicas}): it keeps a fixed number of nodes and launches none for "
+        "pending pods",
     )
 
 

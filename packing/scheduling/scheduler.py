@@ -100,6 +100,8 @@ class Scheduler:
         if hit is None:
             hit = []
             for p in self.nodepools:
+                if p.static:
+                    continue  # a static pool never launches a node for pods (explain.static_reasons says so)
                 try:
                     tpl = PoolTemplate(p, self.instance_types, self.daemonsets, keys, self.type_keys)
                 except Exception as e:  # noqa: BLE001 - contained: one broken pool must not stop the others

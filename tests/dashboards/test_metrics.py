@@ -123,6 +123,8 @@ def test_node_gauges_have_karpenters_labels_and_count_pods(viewer_client: Client
     util = m["karpenter_cluster_utilization_percent"]
     assert util[L(resource_type="cpu")] == pytest.approx(100 * (0.6 + 3.1 + 0.25) / 10)
     assert m["karpenter_nodepools_usage"][L(nodepool="b", resource_type="cpu")] == 4.0
+    # as Karpenter's status.resources, usage counts the nodes (a static pool's status.nodes, beside its replicas)
+    assert m["karpenter_nodepools_usage"][L(nodepool="b", resource_type="nodes")] >= 1
     assert m["karpenter_nodepools_limit"][L(nodepool="a", resource_type="cpu")] == 100.0
     assert m["karpenter_nodepools_limit"][L(nodepool="a", resource_type="memory")] == 2**30
     # The cost of each NodePool's live nodes (pool b has nodes but no NodePool object: none, as Karpenter).

@@ -49,6 +49,7 @@ WORDS: dict[NotDisruptedCategory, str] = {
     Category.PRICE_UNKNOWN: r"^its price is unknown ",
     Category.CONSOLIDATE_AFTER: r"consolidateAfter",
     Category.WHEN_EMPTY: r"\(WhenEmpty\)",
+    Category.STATIC_NODEPOOL: r"^nodepool \S+ is static \(spec\.replicas: \d+\)",
     Category.PENDING_POD_BOUND: r"^pending pod \S+ would schedule on it$",
     Category.PODS_DO_NOT_FIT: r"would not fit elsewhere|do not fit in the free room",
     Category.NEEDS_SEVERAL_NODES: r"its pods would need (more than one|\d+) new node",

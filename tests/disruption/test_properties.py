@@ -434,3 +434,24 @@ def test_repack_is_exercised_and_safe_on_packed_clusters() -> None:
         c, at = _packed_cluster(seed)
         repacks += sum(1 for a in _check(c, at, events=False).actions if a.method == "repack")
     assert repacks >= 20, repacks
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.one_of(clusters(), clusters(heavy=True)), st.data())
+def test_static_pools_are_never_consolidated(case: tuple[Cluster, Any], data: st.DataObject) -> None:
+    """A static NodePool's nodes (spec.replicas) are never disrupted by consolidation, and only a drifted one's
+    action launches from it, one NodeClaim; the report stays as safe as any other."""
+    c, at = case
+    static = data.draw(st.sets(st.sampled_from([p.name for p in c.nodepools])))
+    c = dataclasses.replace(c, nodepools=[dataclasses.replace(p, replicas=1, weight=0, limits=None)
+                                          if p.name in static else p for p in c.nodepools])
+    report = _check(c, at)
+    pool_of = {n.name: n.nodepool for n in c.nodes}
+    for a in report.actions:
+        from_static = [r for r in a.replacements if r["nodepool"] in static]
+        if a.reason == "drifted" and pool_of.get(a.nodes[0]) in static:
+            assert len(from_static) == 1 and from_static[0]["pods"] == []  # one for one, holding no moved pod
+        else:
+            assert from_static == []
+        if a.reason not in ("drifted", "expired"):
+            assert not any(pool_of.get(n) in static for n in a.nodes)

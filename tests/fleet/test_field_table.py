@@ -194,15 +194,21 @@ def test_a_full_object_saves_exports_and_imports_unchanged() -> None:
         "expire_after": "24h", "termination_grace_period": "1h", "consolidation_policy": "WhenEmpty",
         "consolidate_after": "5m", "budgets": [{"nodes": "1"}], "limits": {"cpu": "100"}, "weight": 5,
     }, user=user)
-    for objects, specs in (([nodeclass, profiled], fieldtable.NODECLASS_FIELDS), ([pool], fieldtable.NODEPOOL_FIELDS)):
+    # a static pool: replicas exclude weight and limits other than nodes
+    static = services.nodepool_create(values={"name": "static", "node_class_name": "default", "replicas": 3,
+                                              "limits": {"nodes": "5"}}, user=user)
+    for objects, specs in (([nodeclass, profiled], fieldtable.NODECLASS_FIELDS),
+                           ([pool, static], fieldtable.NODEPOOL_FIELDS)):
         for spec in specs:
             if spec.has_default:
                 assert any(getattr(o, spec.name) != spec.default for o in objects), f"set {spec.name} in this test"
-    text = services.karpenter_export([nodeclass, profiled, pool])
+    text = services.karpenter_export([nodeclass, profiled, pool, static])
     result = services.karpenter_import(texts=[("", text)], user=user)
     assert result.problems == []
-    assert result.unchanged == ["EC2NodeClass/default", "EC2NodeClass/profiled", "NodePool/general"]
-    again = [*EC2NodeClass.objects.order_by("name"), NodePool.objects.get()]
+    assert result.unchanged == ["EC2NodeClass/default", "EC2NodeClass/profiled", "NodePool/general",
+                                "NodePool/static"]
+    again = [*EC2NodeClass.objects.order_by("name"), NodePool.objects.get(name="general"),
+             NodePool.objects.get(name="static")]
     assert services.karpenter_export(again) == text
 
 

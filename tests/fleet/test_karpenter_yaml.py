@@ -182,6 +182,7 @@ DOC_NODEPOOL_VALUES: dict[str, Any] = {
     "budgets": [{"nodes": "10%"}, {"schedule": "0 9 * * mon-fri", "duration": "8h", "nodes": "0"}],
     "limits": {"cpu": "1000", "memory": "1000Gi"},
     "weight": 10,
+    "replicas": None,
 }
 
 # Karpenter's documentation example EC2NodeClass (karpenter.sh, Concepts > NodeClasses, v1). The example
@@ -510,6 +511,7 @@ FULL_POOL: dict[str, Any] = {
                 {"nodes": "3", "schedule": "30 8 * * 1-5", "duration": "1h30m"}],
     "limits": {"cpu": "1000", "memory": "4000Gi", "nvidia.com/gpu": 16, "nodes": "50"},
     "weight": 100,
+    "replicas": None,
 }
 FULL_NODECLASS: dict[str, Any] = {
     **DOC_NODECLASS_VALUES,
@@ -532,6 +534,8 @@ FULL_NODECLASS: dict[str, Any] = {
     ("NodePool", {**FULL_POOL, "name": "sparse", "template_labels": {}, "template_annotations": {}, "taints": [],
                   "startup_taints": [], "requirements": [], "termination_grace_period": "", "budgets": [],
                   "limits": {}, "weight": None}, services.nodepool_create, services.nodepool_update),
+    ("NodePool", {**FULL_POOL, "name": "static", "limits": {"nodes": 8}, "weight": None, "replicas": 5},
+     services.nodepool_create, services.nodepool_update),
     ("EC2NodeClass", FULL_NODECLASS, services.nodeclass_create, services.nodeclass_update),
     ("EC2NodeClass", {**FULL_NODECLASS, "name": "profiled", "role": "", "instance_profile": "NodeProfile",
                       "tags": {}, "block_device_mappings": [], "kubelet": {}, "metadata_options": {}, "user_data": ""},
@@ -616,7 +620,7 @@ _quantity = st.one_of(st.integers(0, 10**6), st.sampled_from(["1000", "500m", "6
 @st.composite
 def valid_nodepools(draw: st.DrawFn) -> dict[str, Any]:
     taints = draw(st.lists(_taint, max_size=3, unique_by=lambda t: (t["key"], t["effect"])))
-    return {
+    values = {
         "name": draw(st.from_regex(r"\A[a-z0-9]([-a-z0-9]{0,20}[a-z0-9])?\Z")),
         "template_labels": draw(st.dictionaries(_label_keys, _label_values, max_size=4)),
         "template_annotations": draw(st.dictionaries(st.sampled_from(["a", "example.com/b"]),
@@ -632,7 +636,12 @@ def valid_nodepools(draw: st.DrawFn) -> dict[str, Any]:
         "budgets": draw(st.lists(_budget, max_size=3)),
         "limits": draw(st.dictionaries(st.sampled_from(["cpu", "memory", "nvidia.com/gpu", "nodes"]), _quantity, max_size=4)),
         "weight": draw(st.one_of(st.none(), st.integers(1, 100))),
+        "replicas": None,
     }
+    if draw(st.booleans()):  # a static pool: replicas, with only limits.nodes and no weight (the CRD's CEL rules)
+        values.update(replicas=draw(st.integers(0, validation.INT64_MAX)), weight=None,
+                      limits={k: v for k, v in values["limits"].items() if k == "nodes"})
+    return values
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -809,8 +818,14 @@ GOOD = minimal_pool("good")
      (2, "spec.template.spec.requirements", "requirements is required (use [] to allow any instance type)")),
     (GOOD + "---\n" + minimal_pool("p", disruption={"consolidateAfter": "0s", "consolidateAftr": "5m"}),
      (2, "spec.disruption.consolidateAftr", "unknown field (not in the Karpenter v1 schema)")),
-    (GOOD + "---\n" + minimal_pool("p", replicas=3),
-     (2, "spec.replicas", "static NodePools (replicas) are not supported by Loadmaster yet; remove it to import")),
+    (GOOD + "---\n" + minimal_pool("p", replicas=-1),
+     (2, "spec.replicas", "-1 must be an integer from 0 to 9223372036854775807")),
+    (GOOD + "---\n" + minimal_pool("p", replicas="3"),
+     (2, "spec.replicas", "must be an integer from 0 to 9223372036854775807, got '3'")),
+    (GOOD + "---\n" + minimal_pool("p", replicas=2, weight=5),
+     (2, "spec.weight", "'weight' is not supported on static NodePools")),
+    (GOOD + "---\n" + minimal_pool("p", replicas=2, limits={"cpu": "10", "nodes": "4"}),
+     (2, "spec.limits", "only 'limits.nodes' is supported on static NodePools")),
     (GOOD + "---\n" + minimal_pool("p").replace("requirements:", "kubelet: {maxPods: 10}\n      requirements:"),
      (2, "spec.template.spec.kubelet", "kubelet moved to the EC2NodeClass (spec.kubelet) in Karpenter v1")),
     (GOOD + "---\n" + minimal_pool("p").replace("group: karpenter.k8s.aws", "apiVersion: karpenter.k8s.aws/v1beta1"),

@@ -491,3 +491,27 @@ def test_pods_that_depend_on_pending_pods_are_placed_with_them(data: st.DataObje
     assert len(domains) == 1
     if pin is not None:
         assert {at[n][1] for n in chain} == {pin}
+
+
+@given(catalogs(), pools(), pod_lists(), clusters(), st.data())
+def test_static_pools_launch_nothing_and_their_nodes_still_take_pods(
+    cat: list[InstanceType],
+    nps: list[NodePool],
+    pods: list[Pod],
+    cluster: tuple[list[ExistingNodeSpec], list[Pod]],
+    data: st.DataObject,
+) -> None:
+    """Static NodePools (spec.replicas): no plan launches a node from one; the other pools plan as before, the
+    pods a static pool would have taken aside; every pod left over names each pool, static ones included."""
+    nodes, running = cluster
+    static = data.draw(st.sets(st.sampled_from([p.name for p in nps])))
+    mixed = [dataclasses.replace(p, replicas=2, weight=0, limits=None) if p.name in static else p for p in nps]
+    s = Scheduler(mixed, cat, nodes, running)
+    r = s.solve(pods)
+    assert check_plan(s, pods, r) == []
+    assert not any(c.nodepool in static for c in r.nodeclaims)
+    for reasons in r.unschedulable.values():
+        assert [p for p, _ in reasons] == [p.name for p in s.nodepools]
+    # with every pool static, only existing nodes take pods
+    frozen = Scheduler([dataclasses.replace(p, replicas=1) for p in nps], cat, nodes, running).solve(pods)
+    assert frozen.nodeclaims == []
