@@ -59,6 +59,7 @@ INSTALLED_APPS = [
     "drf_spectacular",
     "drf_spectacular_sidecar",
     "console.fleet",
+    "console.buffers",
     "console.catalog",
     "console.telemetry",
     "console.control",

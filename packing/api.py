@@ -46,6 +46,7 @@ from packing.buffers import (
     occupied_share,
     read_buffer,
 )
+from packing.buffers import without_virtual as without_buffer_pods  # the name the console reads
 from packing.catalog import (
     CatalogError,
     KubeletError,
@@ -109,6 +110,7 @@ __all__ = [
     "ScalableRef",
     "buffer_pods",
     "check_buffer",
+    "without_buffer_pods",
     "occupied_share",
     "yamlinput",
     "VM_MEMORY_OVERHEAD_PERCENT",

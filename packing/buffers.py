@@ -231,13 +231,44 @@ class ScalableWorkload(Protocol):
     template: Pod
 
 
+@dataclass
+class _SeenWorkload:
+    """A workload known only by its pods (a live cluster's pods, without the workload object)."""
+
+    kind: str
+    namespace: str
+    name: str
+    replicas: int
+    template: Pod
+
+
+def _owned(p: Pod, namespace: str, kind: str, name: str) -> bool:
+    if p.namespace != namespace:
+        return False
+    if kind == "Deployment":  # its pods belong to its ReplicaSets, named <deployment>-<pod-template-hash>
+        if p.owner_kind != "ReplicaSet" or not p.owner_name.startswith(f"{name}-"):
+            return False
+        return p.owner_name[len(name) + 1 :].isalnum()
+    return p.owner_kind == kind and p.owner_name == name
+
+
+def _from_pods(pods: Sequence[Pod], namespace: str, kind: str, name: str) -> _SeenWorkload | None:
+    mine = sorted((p for p in pods if _owned(p, namespace, kind, name)), key=lambda p: p.name)
+    if not mine:
+        return None
+    return _SeenWorkload(kind, namespace, name, len(mine), mine[0])
+
+
 def resolve_buffers(
     buffers: Sequence[CapacityBuffer],
     templates: Mapping[tuple[str, str], Pod],
     workloads: Sequence[ScalableWorkload],
+    pods: Sequence[Pod] = (),
 ) -> list[ResolvedBuffer]:
-    """Each buffer's virtual pods, from the PodTemplates (by (namespace, name)) and workloads of the input."""
-    by_ref = {(w.namespace, w.kind, w.name): w for w in workloads}
+    """Each buffer's virtual pods, from the PodTemplates (by (namespace, name)) and workloads of the input. A
+    scalableRef whose workload object is not in the input is read from the workload's pods among `pods` (its
+    replicas the pods counted, its template the first of them by name), as a live cluster's pods show it."""
+    by_ref: dict[tuple[str, str, str], ScalableWorkload] = {(w.namespace, w.kind, w.name): w for w in workloads}
     out: list[ResolvedBuffer] = []
     for b in sorted(buffers, key=lambda b: (b.namespace, b.name)):
         if b.provisioning_strategy != ACTIVE_CAPACITY:
@@ -260,7 +291,7 @@ def resolve_buffers(
                 continue
         elif b.scalable is not None:
             s = b.scalable
-            w = by_ref.get((b.namespace, s.kind, s.name))
+            w = by_ref.get((b.namespace, s.kind, s.name)) or _from_pods(pods, b.namespace, s.kind, s.name)
             if w is None or SCALABLE_GROUPS.get(s.kind) != s.api_group:
                 group = f"{s.api_group}/" if s.api_group else ""
                 out.append(

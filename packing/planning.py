@@ -97,7 +97,9 @@ def existing_nodes(inp: Inputs, catalog: Sequence[InstanceType]) -> list[Existin
 def buffer_pods(inp: Inputs) -> list[ResolvedBuffer]:
     """The input's CapacityBuffers made into virtual pods (packing.buffers), workloads expanded first."""
     expand_workloads(inp)
-    return resolve_buffers(inp.buffers, inp.pod_templates, inp.workloads)
+    if not inp.buffers:
+        return []
+    return resolve_buffers(inp.buffers, inp.pod_templates, inp.workloads, [*inp.running, *inp.pending])
 
 
 def plan(

@@ -184,7 +184,8 @@ def build_cluster(inp: Inputs, ex: Extras, catalog: Sequence[InstanceType]) -> C
     of the input's CapacityBuffers join the pending pods, whose room every move keeps (packing.buffers); they
     are never evicted, having no node."""
     expand_workloads(inp)
-    virtual = [p for r in resolve_buffers(inp.buffers, inp.pod_templates, inp.workloads) for p in r.pods]
+    pods = [*inp.running, *inp.pending]
+    virtual = [p for r in resolve_buffers(inp.buffers, inp.pod_templates, inp.workloads, pods) for p in r.pods]
     inflight = inflight_claims(inp, catalog)
     nodes = [
         NodeInfo(
