@@ -268,7 +268,8 @@ def check_object(obj: Mapping[str, Any]) -> None:
 
 def check_buffer(obj: Mapping[str, Any]) -> CapacityBuffer:
     """The spec of a CapacityBuffer object as its CRD validates it; FieldError naming the field when bad."""
-    meta = obj.get("metadata") if isinstance(obj.get("metadata"), Mapping) else {}
+    raw = obj.get("metadata")
+    meta: Mapping[str, Any] = raw if isinstance(raw, Mapping) else {}
     return read_buffer(obj, str(meta.get("name", "")), str(meta.get("namespace") or "default"))
 
 

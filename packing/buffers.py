@@ -334,6 +334,7 @@ class BufferReport:
     # the share of the cost of the nodes holding its pods that they occupy: per node, its price times the larger
     # of the pods' cpu and memory shares of its allocatable (a node whose price is unknown counts $0)
     cost_per_hour: float = 0.0
+    held_cost_per_hour: float = 0.0  # the part of cost_per_hour on existing nodes (what the room costs now)
 
     def json(self) -> dict[str, Any]:
         return {
@@ -346,6 +347,7 @@ class BufferReport:
             "existing_nodes": dict(sorted(self.on_nodes.items())),
             "unplaced": self.unplaced,
             "cost_per_hour": round(self.cost_per_hour, 6),
+            "existing_cost_per_hour": round(self.held_cost_per_hour, 6),
             "problem": self.problem,
         }
 
@@ -365,6 +367,7 @@ def buffer_reports(
     """Where `res` (a plan made with the buffers' virtual pods) holds each buffer's pods, and the cost of that
     room; `allocatable` is that of the existing nodes, by name."""
     cost: dict[str, float] = {}
+    held: dict[str, float] = {}
     places: list[tuple[dict[str, dict[str, int]], str, list[Pod], float, Resources]] = []
     claims: dict[str, dict[str, int]] = {}
     nodes: dict[str, dict[str, int]] = {}
@@ -381,7 +384,10 @@ def buffer_reports(
                 d[name] = d.get(name, 0) + 1
                 mine[key] = mine.get(key, Resources()) + p.requests
         for key, req in mine.items():
-            cost[key] = cost.get(key, 0.0) + price * occupied_share(req, alloc)
+            share = price * occupied_share(req, alloc)
+            cost[key] = cost.get(key, 0.0) + share
+            if where is nodes:
+                held[key] = held.get(key, 0.0) + share
     out = []
     for r in resolved:
         b = r.buffer
@@ -398,6 +404,7 @@ def buffer_reports(
                 unplaced,
                 r.problem,
                 cost.get(b.key, 0.0),
+                held.get(b.key, 0.0),
             )
         )
     return out
