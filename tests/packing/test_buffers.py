@@ -8,13 +8,16 @@ import json
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from packing.buffers import CapacityBuffer, ScalableRef, is_virtual, resolve_buffers
 from packing.disruption.cli import main as consolidate_main
 from packing.kubeobjects import Inputs, Workload, parse_documents
 from packing.plan_cli import main as plan_main
+from packing.planning import plan
 from tests.disruption.test_cli import CATALOG, POOL, node_doc, pod_doc
-from tests.engine_builders import pod
+from tests.engine_builders import catalog, pod, pool
 
 TEMPLATE = """
 apiVersion: v1
@@ -218,3 +221,54 @@ def test_consolidation_keeps_the_buffers_room(tmp_path: Path) -> None:
     assert not any("n2" in a["nodes"] for a in doc["actions"])
     # never evicted: no action moves a virtual pod
     assert not any("room-buffer" in k for a in doc["actions"] for k in a["moves"])
+
+
+# ---------------------------------------------------------------- invariants
+@given(
+    replicas=st.none() | st.integers(0, 30),
+    percentage=st.none() | st.integers(0, 300),
+    workload=st.integers(0, 20),
+    limit_cpu=st.none() | st.integers(0, 40_000),
+)
+def test_chunk_count_invariants(
+    replicas: int | None, percentage: int | None, workload: int, limit_cpu: int | None
+) -> None:
+    b = CapacityBuffer(
+        "default",
+        "b",
+        scalable=ScalableRef("apps", "Deployment", "web"),
+        replicas=replicas,
+        percentage=percentage,
+        limits=None if limit_cpu is None else {"cpu": limit_cpu},
+    )
+    (r,) = resolve_buffers([b], {}, [web(workload)])
+    asked = [n for n in (replicas, None if percentage is None else percentage * workload // 100) if n is not None]
+    if limit_cpu is not None:
+        # never more than the limits allow, and as many as they allow when nothing else is asked
+        assert sum(p.requests["cpu"] for p in r.pods) <= limit_cpu
+        assert len(r.pods) == min([*([max(asked)] if asked else []), limit_cpu // 1000])
+    else:
+        assert len(r.pods) == (max(asked) if asked else 0)
+
+
+@settings(max_examples=25, deadline=None)
+@given(n_pending=st.integers(0, 6), chunks=st.integers(0, 6), cpu=st.sampled_from(["500m", "1", "3"]))
+def test_a_plans_buffer_pods_are_all_accounted_for_and_never_the_clusters(
+    n_pending: int, chunks: int, cpu: str
+) -> None:
+    def inputs(with_buffer: bool) -> Inputs:
+        inp = Inputs(nodepools=[pool()], pending=[pod(f"p{i}", cpu="1") for i in range(n_pending)])
+        if with_buffer:
+            inp.pod_templates[("default", "t")] = pod("t", cpu=cpu)
+            inp.buffers.append(CapacityBuffer("default", "room", pod_template="t", replicas=chunks))
+        return inp
+
+    plain = plan(inputs(False), catalog())
+    res = plan(inputs(True), catalog())
+    (b,) = res.buffers
+    assert b.replicas == chunks
+    assert sum(b.on_nodeclaims.values()) + sum(b.on_nodes.values()) + b.unplaced == chunks
+    assert (res.pending, res.scheduled, set(res.unschedulable)) == (
+        plain.pending, plain.scheduled, set(plain.unschedulable))
+    assert res.cost_per_hour >= plain.cost_per_hour - 1e-9
+    assert 0 <= b.cost_per_hour <= res.cost_per_hour + 1e-9
