@@ -46,6 +46,7 @@ from packing.buffers import (
     occupied_share,
     read_buffer,
 )
+from packing.buffers import is_virtual as is_buffer_pod  # the name the console reads
 from packing.buffers import without_virtual as without_buffer_pods  # the name the console reads
 from packing.catalog import (
     CatalogError,
@@ -110,6 +111,7 @@ __all__ = [
     "ScalableRef",
     "buffer_pods",
     "check_buffer",
+    "is_buffer_pod",
     "without_buffer_pods",
     "occupied_share",
     "yamlinput",

@@ -132,6 +132,7 @@ def _save_plan(results: Results, pools_by_name: dict[str, NodePool], catalog: Se
             created_at=now,
         )
         claim._planned_pods = sorted(p.key for p in planned.pods)  # type: ignore[attr-defined]
+        claim._buffer_pods = sum(1 for p in planned.pods if api.is_buffer_pod(p))  # type: ignore[attr-defined]
         claim._min_values_relaxed = planned.min_values_relaxed  # type: ignore[attr-defined]
         claims.append(claim)
     return claims
@@ -244,7 +245,9 @@ def _provision(cluster: ClusterBackend, cloud: CloudProvider, now: datetime) -> 
     for claim in _save_plan(results, pools_by_name, catalog, now):
         outcome.planned.append(claim.name)
         pods = claim._planned_pods  # type: ignore[attr-defined]
-        why = (f"{len(pods)} pending pod(s) ({', '.join(pods[:5])}{', …' if len(pods) > 5 else ''}) fit on a new "
+        virtual = claim._buffer_pods  # type: ignore[attr-defined]
+        held = f", {virtual} of them CapacityBuffer headroom," if virtual else ""
+        why = (f"{len(pods)} pending pod(s) ({', '.join(pods[:5])}{', …' if len(pods) > 5 else ''}){held} fit on a new "
                f"{claim.instance_type} ({claim.capacity_type}, {claim.zone}) at ${claim.price_per_hour}/h"
                f"{' (estimated spot price)' if claim.price_source == 'estimate' else ''}: cheapest of "
                f"{len(claim.instance_type_options)} compatible type(s) in nodepool {claim.nodepool_name}{bound}")

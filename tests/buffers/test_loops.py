@@ -27,6 +27,7 @@ def test_the_loop_launches_room_for_the_buffer_once(world: Any) -> None:
     # the buffer's pods are not the cluster's: one pending pod, none unschedulable
     assert outcome.pending == 1 and outcome.unschedulable == 0 and outcome.launched
     held = " ".join(d.why for d in Decision.objects.filter(kind=Decision.LAUNCH))
+    assert "of them CapacityBuffer headroom" in held
     assert "default/db-room-buffer-0" in held and "default/db-room-buffer-1" in held and "default/db-0" in held
     again = provision_run(cluster=cluster, cloud=cloud, now=clock())
     assert again.launched == []
