@@ -127,6 +127,11 @@ def nodeclass_documents(nodeclasses: Sequence[Any]) -> list[dict[str, Any]]:
     return docs
 
 
+def buffer_documents(buffers: Sequence[Any]) -> list[dict[str, Any]]:
+    """The manifests of the CapacityBuffer rows (console/buffers): the engine makes their virtual pods."""
+    return [b.manifest() for b in buffers]
+
+
 def _refused(doc: Mapping[str, Any], exc: Exception) -> None:
     meta = doc.get("metadata") or {}
     log.warning("skipping %s %s/%s: %s", doc.get("kind"), meta.get("namespace", ""), meta.get("name"), exc)
@@ -143,8 +148,9 @@ def read_objects(docs: Iterable[Mapping[str, Any]], inputs: api.Inputs, extras: 
 def _cluster_documents(*, pods: Sequence[Mapping[str, Any]], nodes: Sequence[Mapping[str, Any]],
                        pdbs: Sequence[Mapping[str, Any]], daemonsets: Sequence[Mapping[str, Any]],
                        nodepools: Sequence[Any], nodeclasses: Sequence[Any], nodeclaims: Sequence[Any],
-                       problems: dict[str, str] | None) -> list[Mapping[str, Any]]:
+                       problems: dict[str, str] | None, buffers: Sequence[Any] = ()) -> list[Mapping[str, Any]]:
     docs: list[Mapping[str, Any]] = [*pods, *nodes, *pdbs, *daemonsets]
+    docs += buffer_documents(buffers)
     docs += nodepool_documents(nodepools, problems)
     docs += nodeclass_documents(nodeclasses)
     docs += [nodeclaim_object(c) for c in nodeclaims]
@@ -154,25 +160,30 @@ def _cluster_documents(*, pods: Sequence[Mapping[str, Any]], nodes: Sequence[Map
 def cluster_inputs(*, pods: Sequence[Mapping[str, Any]], nodes: Sequence[Mapping[str, Any]],
                    pdbs: Sequence[Mapping[str, Any]] = (), daemonsets: Sequence[Mapping[str, Any]] = (),
                    nodepools: Sequence[Any] = (), nodeclasses: Sequence[Any] = (),
-                   nodeclaims: Sequence[Any] = (), problems: dict[str, str] | None = None) -> api.Inputs:
+                   nodeclaims: Sequence[Any] = (), problems: dict[str, str] | None = None,
+                   buffers: Sequence[Any] = ()) -> api.Inputs:
     """Everything the provisioning engine needs, read by the same parser as `python -m packing plan`.
 
     NodePools and EC2NodeClasses go through their Karpenter manifests, so the loops see exactly what
     an export would show; NodeClaims that have no Node yet count as in-flight capacity. A NodePool
-    that cannot be converted is left out and named in ``problems`` (see nodepool_documents).
+    that cannot be converted is left out and named in ``problems`` (see nodepool_documents). CapacityBuffer
+    rows (``buffers``) go through their manifests too.
     """
     inputs = api.Inputs()
     read_objects(_cluster_documents(pods=pods, nodes=nodes, pdbs=pdbs, daemonsets=daemonsets, nodepools=nodepools,
-                                    nodeclasses=nodeclasses, nodeclaims=nodeclaims, problems=problems), inputs)
+                                    nodeclasses=nodeclasses, nodeclaims=nodeclaims, problems=problems,
+                                    buffers=buffers), inputs)
     return inputs
 
 
 def cluster_objects(*, pods: Sequence[Mapping[str, Any]], nodes: Sequence[Mapping[str, Any]],
                     pdbs: Sequence[Mapping[str, Any]] = (), daemonsets: Sequence[Mapping[str, Any]] = (),
                     nodepools: Sequence[Any] = (), nodeclasses: Sequence[Any] = (),
-                    problems: dict[str, str] | None = None) -> tuple[api.Inputs, api.Extras]:
+                    problems: dict[str, str] | None = None,
+                    buffers: Sequence[Any] = ()) -> tuple[api.Inputs, api.Extras]:
     """cluster_inputs with what disruption reads besides (the disrupt loop's view of the cluster)."""
     inputs, extras = api.Inputs(), api.Extras()
     read_objects(_cluster_documents(pods=pods, nodes=nodes, pdbs=pdbs, daemonsets=daemonsets, nodepools=nodepools,
-                                    nodeclasses=nodeclasses, nodeclaims=(), problems=problems), inputs, extras)
+                                    nodeclasses=nodeclasses, nodeclaims=(), problems=problems, buffers=buffers),
+                 inputs, extras)
     return inputs, extras

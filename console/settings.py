@@ -60,6 +60,7 @@ INSTALLED_APPS = [
     "drf_spectacular",
     "drf_spectacular_sidecar",
     "console.fleet",
+    "console.buffers",
     "console.catalog",
     "console.telemetry",
     "console.control",

@@ -17,11 +17,13 @@ urlpatterns = [
     path("admin/", admin.site.urls),
     path("api/alerts/", include("console.alerts.api")),
     path("api/", include("console.whatif.api_urls")),
+    path("api/", include("console.buffers.api.urls")),
     path("api/", include("console.fleet.api.urls")),
     path("whatif/", include("console.whatif.urls")),
     path("alerts/", RedirectView.as_view(pattern_name="alerts:rule-list", permanent=False)),
     path("alerts/", include("console.alerts.urls")),
     path("catalog/", include("console.catalog.urls")),
     path("", include("console.dashboards.urls")),
+    path("", include("console.buffers.urls")),
     path("", include("console.fleet.urls")),
 ]

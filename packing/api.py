@@ -11,8 +11,8 @@ not stop the others (it is left out and reported); `check_object` tells whether 
 `Inputs` is what provisioning reads, `Extras` what disruption reads besides; `fresh_inputs` / `fresh_extras` give
 another run its own lists over the same parsed objects (a run expands workloads into its lists).
 
-Planning: `plan` (a Scheduler over the inputs; `existing_nodes` and `Scheduler` for callers that vary the
-NodePools), `lower_bound` and `launch_lower_bound` (what no plan can go below), `explain_pod`.
+Planning: `plan` (a Scheduler over the inputs and the virtual pods of their CapacityBuffers, `buffer_pods`;
+`existing_nodes` and `Scheduler` for callers that vary the NodePools), `lower_bound` and `launch_lower_bound` (what no plan can go below), `explain_pod`.
 Consolidation: `build_cluster`, `consolidate`, `explain_node`.
 Catalog: `resolve_catalog` / `builtin_catalog` for a run, `load_builtin` for the bundled or cached data,
 `refresh_catalog` to pull live data into that cache.
@@ -36,6 +36,18 @@ from typing import Any
 
 from packing import yamlinput
 from packing.bound import lower_bound
+from packing.buffers import (
+    ACTIVE_CAPACITY,
+    BUFFER_KIND,
+    BufferReport,
+    CapacityBuffer,
+    ResolvedBuffer,
+    ScalableRef,
+    occupied_share,
+    read_buffer,
+)
+from packing.buffers import is_virtual as is_buffer_pod  # the name the console reads
+from packing.buffers import without_virtual as without_buffer_pods  # the name the console reads
 from packing.catalog import (
     CatalogError,
     KubeletError,
@@ -74,6 +86,7 @@ from packing.plan_output import nodeclaim_json, reason_json, unschedulable_json
 from packing.plan_output import render_json as plan_json
 from packing.planning import (
     CatalogUnavailable,
+    buffer_pods,
     builtin_catalog,
     existing_nodes,
     plan,
@@ -93,6 +106,17 @@ from packing.taints import EFFECTS, Taint, first_untolerated
 from packing.yamlinput import brief, load_all, load_one
 
 __all__ = [
+    "ACTIVE_CAPACITY",
+    "BUFFER_KIND",
+    "BufferReport",
+    "CapacityBuffer",
+    "ResolvedBuffer",
+    "ScalableRef",
+    "buffer_pods",
+    "check_buffer",
+    "is_buffer_pod",
+    "without_buffer_pods",
+    "occupied_share",
     "yamlinput",
     "BALANCED",
     "BALANCED_K",
@@ -253,6 +277,13 @@ def add_objects(
 def check_object(obj: Mapping[str, Any]) -> None:
     """InputError (a FieldError naming the field) when the engine cannot read `obj`; nothing when it can."""
     add_object(obj, Inputs())
+
+
+def check_buffer(obj: Mapping[str, Any]) -> CapacityBuffer:
+    """The spec of a CapacityBuffer object as its CRD validates it; FieldError naming the field when bad."""
+    raw = obj.get("metadata")
+    meta: Mapping[str, Any] = raw if isinstance(raw, Mapping) else {}
+    return read_buffer(obj, str(meta.get("name", "")), str(meta.get("namespace") or "default"))
 
 
 def fresh_inputs(inputs: Inputs) -> Inputs:

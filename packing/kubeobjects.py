@@ -18,6 +18,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from packing.buffers import BUFFER_KIND, CapacityBuffer, read_buffer, read_pod_template
 from packing.documents import DEFAULT_MAX_INPUT_BYTES, ByteBudget, kubernetes_objects, object_label
 from packing.fields import (
     MAX_PRICE,
@@ -115,6 +116,8 @@ class Inputs:
     daemonsets: list[DaemonSet] = field(default_factory=list)
     pdbs: list[PodDisruptionBudget] = field(default_factory=list)
     workloads: list[Workload] = field(default_factory=list)
+    buffers: list[CapacityBuffer] = field(default_factory=list)  # packing.buffers: headroom as virtual pods
+    pod_templates: dict[tuple[str, str], Pod] = field(default_factory=dict)  # (namespace, name) -> its pod
     skipped: dict[str, int] = field(default_factory=dict)
     # where each InstanceType was read ("file: document N"), to name both places of a duplicate
     origins: dict[str, str] = field(default_factory=dict)
@@ -387,6 +390,16 @@ def _pdb(doc: Mapping[str, Any], out: Inputs, where: str) -> None:
     )
 
 
+def _buffer(doc: Mapping[str, Any], out: Inputs, where: str) -> None:
+    _, name, ns = _meta(doc)
+    out.buffers.append(read_buffer(doc, name, ns))
+
+
+def _pod_template(doc: Mapping[str, Any], out: Inputs, where: str) -> None:
+    _, name, ns = _meta(doc)
+    out.pod_templates[(ns, name)] = read_pod_template(doc, name, ns)
+
+
 # (API group, kind) -> its reader; any other kind is counted in Inputs.skipped
 _READERS: dict[tuple[str, str], Callable[[Mapping[str, Any], Inputs, str], None]] = {
     ("", "Pod"): _pod,
@@ -397,6 +410,8 @@ _READERS: dict[tuple[str, str], Callable[[Mapping[str, Any], Inputs, str], None]
     ("loadmaster.dev", "InstanceType"): _instance_type,
     ("apps", "DaemonSet"): _daemonset,
     ("policy", "PodDisruptionBudget"): _pdb,
+    ("autoscaling.x-k8s.io", BUFFER_KIND): _buffer,
+    ("", "PodTemplate"): _pod_template,
     **{key: _workload for key in WORKLOAD_KINDS},
 }
 

@@ -77,8 +77,9 @@ def ignored_json(ignored: Sequence[IgnoredPod]) -> list[dict[str, str]]:
 
 
 def render_json(res: Results, ignored: Sequence[IgnoredPod] = ()) -> dict[str, Any]:
-    """The `--output json` document of a plan; `ignored` the pods of its inputs it was not made for."""
-    return {
+    """The `--output json` document of a plan; `ignored` the pods of its inputs it was not made for. `buffers`
+    (what each CapacityBuffer reserved) only when the input had any."""
+    doc: dict[str, Any] = {
         "nodeclaims": [nodeclaim_json(c) for c in res.nodeclaims],
         "existing_nodes": [existing_json(e) for e in res.existing],
         "unschedulable": [unschedulable_json(pod, reasons) for pod, reasons in sorted(res.unschedulable_reasons.items())],
@@ -95,6 +96,9 @@ def render_json(res: Results, ignored: Sequence[IgnoredPod] = ()) -> dict[str, A
             "solve_seconds": round(res.solve_seconds, 4),
         },
     }
+    if res.buffers:
+        doc["buffers"] = [b.json() for b in res.buffers]
+    return doc
 
 
 def render_text(res: Results, out: TextIO, ignored: Sequence[IgnoredPod] = ()) -> None:

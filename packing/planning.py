@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from packing.buffers import ResolvedBuffer, buffer_reports, resolve_buffers, without_virtual
 from packing.catalog import load_builtin
 from packing.fields import InputError
 from packing.instancetype import InstanceType
@@ -20,6 +21,7 @@ from packing.scheduling.scheduler import Scheduler
 
 __all__ = [
     "CatalogUnavailable",
+    "buffer_pods",
     "builtin_catalog",
     "existing_nodes",
     "plan",
@@ -92,6 +94,14 @@ def existing_nodes(inp: Inputs, catalog: Sequence[InstanceType]) -> list[Existin
     return [*inp.nodes, *inflight_claims(inp, catalog)]
 
 
+def buffer_pods(inp: Inputs) -> list[ResolvedBuffer]:
+    """The input's CapacityBuffers made into virtual pods (packing.buffers), workloads expanded first."""
+    expand_workloads(inp)
+    if not inp.buffers:
+        return []
+    return resolve_buffers(inp.buffers, inp.pod_templates, inp.workloads, [*inp.running, *inp.pending])
+
+
 def plan(
     inp: Inputs,
     catalog: Sequence[InstanceType],
@@ -101,14 +111,25 @@ def plan(
 ) -> Results:
     """The provisioner's plan for the pending pods of `inp` (workloads without pods expanded first): the
     NodeClaims to launch, the placements on existing nodes, and why each unschedulable pod is. With
-    `lower_bound`, Results.lower_bound is the cost below which no plan for the placed pods can go."""
+    `lower_bound`, Results.lower_bound is the cost below which no plan for the placed pods can go.
+
+    The virtual pods of the input's CapacityBuffers are solved for with the pending pods, so the plan launches
+    room for them; they are then taken out of its pending and unschedulable pods and reported in
+    Results.buffers instead."""
     expand_workloads(inp)
+    resolved = buffer_pods(inp)
+    nodes = existing_nodes(inp, catalog)
     sched = Scheduler(
         inp.nodepools,
         catalog,
-        existing_nodes(inp, catalog),
+        nodes,
         inp.running,
         inp.daemonsets,
         min_values_policy=min_values_policy,
     )
-    return sched.solve(inp.pending, lower_bound=lower_bound)
+    if not resolved:
+        return sched.solve(inp.pending, lower_bound=lower_bound)
+    res = sched.solve([*inp.pending, *(p for r in resolved for p in r.pods)], lower_bound=lower_bound)
+    res.buffers = buffer_reports(resolved, res, {n.name: n.allocatable for n in nodes})
+    without_virtual(res, resolved)
+    return res

@@ -30,6 +30,7 @@ from django.utils import timezone
 from console import adapters
 from console.alerts.services import stranded_moves_record
 from console.backends.base import CloudProvider, ClusterBackend, NodeNotFound
+from console.buffers.models import CapacityBuffer
 from console.control.locks import LockBusy, loop_lock
 from console.control.models import DisruptionAction
 from console.control.nodepool_problems import nodepool_problems_record
@@ -67,7 +68,8 @@ def _engine_cluster(*, cluster: ClusterBackend, now: datetime, problems: dict[st
     inputs, extras = adapters.cluster_objects(pods=pods, nodes=nodes, pdbs=cluster.list_pdbs(),
                                               daemonsets=cluster.list_daemonsets(),
                                               nodepools=[p for p in pools if p.name not in leave_out],
-                                              nodeclasses=classes, problems=problems)
+                                              nodeclasses=classes, problems=problems,
+                                              buffers=list(CapacityBuffer.objects.all()))
     catalog = engine_catalog(nodeclasses=classes, pools=pools, now=now)
     engine_cluster = api.build_cluster(inputs, extras, catalog)
     engine_cluster.min_values_policy = api.MinValuesPolicy(settings.LOADMASTER_MIN_VALUES_POLICY)

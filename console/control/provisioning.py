@@ -26,6 +26,7 @@ from django.utils import timezone
 from console import adapters
 from console.backends.aws import launch_with_fallback
 from console.backends.base import CloudProvider, ClusterBackend, LaunchError, LaunchOption, LaunchRequest
+from console.buffers.models import CapacityBuffer
 from console.control.locks import LockBusy, loop_lock
 from console.control.models import UnavailableOffering
 from console.control.nodepool_problems import nodepool_problems_record
@@ -131,6 +132,7 @@ def _save_plan(results: Results, pools_by_name: dict[str, NodePool], catalog: Se
             created_at=now,
         )
         claim._planned_pods = sorted(p.key for p in planned.pods)  # type: ignore[attr-defined]
+        claim._buffer_pods = sum(1 for p in planned.pods if api.is_buffer_pod(p))  # type: ignore[attr-defined]
         claim._min_values_relaxed = planned.min_values_relaxed  # type: ignore[attr-defined]
         claims.append(claim)
     return claims
@@ -226,13 +228,15 @@ def _provision(cluster: ClusterBackend, cloud: CloudProvider, now: datetime) -> 
     inflight = NodeClaim.objects.active().filter(registered_at__isnull=True, deletion_requested_at__isnull=True)
     inputs = adapters.cluster_inputs(pods=pods, nodes=nodes, pdbs=cluster.list_pdbs(),
                                      daemonsets=daemonsets, nodepools=pools,
-                                     nodeclasses=classes, nodeclaims=inflight, problems=problems)
+                                     nodeclasses=classes, nodeclaims=inflight, problems=problems,
+                                     buffers=list(CapacityBuffer.objects.all()))
     # Only pods the scheduler gave up on; a pod merely not yet scheduled may still land on a node.
     pending_keys = {f"{p['metadata'].get('namespace') or 'default'}/{p['metadata']['name']}"
                     for p in cluster.pending_pods()}
     inputs.pending = [p for p in inputs.pending if p.key in pending_keys]
     outcome.pending = len(inputs.pending)
-    if not inputs.pending or not pools:
+    # the CapacityBuffers' virtual pods are planned for even with no pod pending: their room is launched ahead
+    if (not inputs.pending and not any(r.pods for r in api.buffer_pods(inputs))) or not pools:
         # No solve: only what the adapters found is known; what the engine reported earlier stays.
         nodepool_problems_record(loop=NodePoolProblem.PROVISION, problems=problems, now=now, complete=False)
         return outcome
@@ -249,7 +253,9 @@ def _provision(cluster: ClusterBackend, cloud: CloudProvider, now: datetime) -> 
     for claim in _save_plan(results, pools_by_name, catalog, now):
         outcome.planned.append(claim.name)
         pods = claim._planned_pods  # type: ignore[attr-defined]
-        why = (f"{len(pods)} pending pod(s) ({', '.join(pods[:5])}{', …' if len(pods) > 5 else ''}) fit on a new "
+        virtual = claim._buffer_pods  # type: ignore[attr-defined]
+        held = f", {virtual} of them CapacityBuffer headroom," if virtual else ""
+        why = (f"{len(pods)} pending pod(s) ({', '.join(pods[:5])}{', …' if len(pods) > 5 else ''}){held} fit on a new "
                f"{claim.instance_type} ({claim.capacity_type}, {claim.zone}) at ${claim.price_per_hour}/h"
                f"{' (estimated spot price)' if claim.price_source == 'estimate' else ''}: cheapest of "
                f"{len(claim.instance_type_options)} compatible type(s) in nodepool {claim.nodepool_name}{bound}")
@@ -277,7 +283,13 @@ def _solve(inputs: Inputs, catalog: Sequence[InstanceType], pools: Sequence[Engi
     # `Scheduler` by its name in this module: the tests that make one pool fail stand in for it here.
     sched = Scheduler(pools, catalog, api.existing_nodes(inputs, catalog), inputs.running, inputs.daemonsets,
                       min_values_policy=api.MinValuesPolicy(settings.LOADMASTER_MIN_VALUES_POLICY))
-    return sched.solve(inputs.pending), sched
+    buffers = api.buffer_pods(inputs)
+    if not buffers:
+        return sched.solve(inputs.pending), sched
+    # the buffers' virtual pods are solved with the pending pods, then are not counted as the cluster's pods
+    results = sched.solve([*inputs.pending, *(p for b in buffers for p in b.pods)])
+    api.without_buffer_pods(results, buffers)
+    return results, sched
 
 
 def plan_contained(inputs: Inputs, catalog: Sequence[InstanceType],

@@ -17,6 +17,8 @@ from django.db import transaction
 from django.db.models import QuerySet
 from django.utils import timezone
 
+from console.buffers import manifests as buffer_manifests
+from console.buffers import services as buffer_services
 from console.fleet import manifests
 from console.fleet.models import ChangeRecord, Decision, EC2NodeClass, NodeClaim, NodePool
 from console.fleet.selectors import nodepool_deletion_impact, nodepool_live_claims
@@ -235,7 +237,7 @@ def _error_path(kind: str, field_name: str, located: str) -> tuple[str, str]:
 
 
 def karpenter_import(*, texts: Sequence[tuple[str, str]], user: Any, dry_run: bool = False) -> ImportResult:
-    """Import NodePool and EC2NodeClass documents from (source name, YAML text) pairs.
+    """Import NodePool, EC2NodeClass and CapacityBuffer documents from (source name, YAML text) pairs.
 
     All or nothing: every document is checked first; if any has a problem nothing is written and
     every problem is reported. Existing objects with the same name are updated (like kubectl apply).
@@ -264,22 +266,29 @@ def karpenter_import(*, texts: Sequence[tuple[str, str]], user: Any, dry_run: bo
                 continue
             api_version, kind = doc.get("apiVersion"), doc.get("kind")
             expected = {manifests.NODEPOOL_KIND: manifests.NODEPOOL_API_VERSION,
-                        manifests.NODECLASS_KIND: manifests.NODECLASS_API_VERSION}
+                        manifests.NODECLASS_KIND: manifests.NODECLASS_API_VERSION,
+                        buffer_manifests.KIND: buffer_manifests.API_VERSION}
             if kind not in expected:
                 what = "kind is missing" if kind in (None, "") else f"unsupported kind {kind!r}"
-                problem("kind", f"{what}; expected NodePool (karpenter.sh/v1) or EC2NodeClass (karpenter.k8s.aws/v1)")
+                problem("kind", f"{what}; expected NodePool (karpenter.sh/v1), EC2NodeClass (karpenter.k8s.aws/v1) "
+                                f"or CapacityBuffer ({buffer_manifests.API_VERSION})")
                 continue
             if api_version != expected[kind]:
                 what = "apiVersion is missing" if api_version in (None, "") else f"unsupported apiVersion {api_version!r}"
                 problem("apiVersion", f"{what} for {kind}; expected {expected[kind]}"
                         + (" (v1beta1 objects must be migrated to v1 first)" if "v1beta1" in str(api_version) else ""))
                 continue
-            values, structural = manifests.fields_from_manifest(doc)
+            if kind == buffer_manifests.KIND:  # console/buffers reads it; its name is namespaced
+                values, structural = buffer_manifests.fields_from_manifest(doc)
+            else:
+                values, structural = manifests.fields_from_manifest(doc)
             for path, message in structural:
                 problem(path, message)
             if structural:
                 continue
             name = values.get("name")
+            if kind == buffer_manifests.KIND:
+                name = f"{values.get('namespace')}/{name}"
             where = f"{source} document {index}" if source else f"document {index}"
             if prefix:
                 where += f" {prefix.rstrip('.')}"
@@ -292,6 +301,13 @@ def karpenter_import(*, texts: Sequence[tuple[str, str]], user: Any, dry_run: bo
     # Validate every document against the model before writing anything.
     plan: list[tuple[str, str, dict[str, Any]]] = []  # (action, kind, values)
     for source, index, prefix, kind, values in parsed:
+        if kind == buffer_manifests.KIND:
+            action, problems = buffer_services.buffer_import_check(values=values)
+            for path, text in problems:
+                result.problems.append(ImportProblem(index, f"{prefix}{path}", text, source))
+            if not problems:
+                plan.append((action, kind, values))
+            continue
         model, _ = _KINDS[kind]
         existing = model.objects.filter(name=values.get("name")).first()
         unchanged = existing is not None and all(getattr(existing, k) == v for k, v in values.items())
@@ -311,12 +327,17 @@ def karpenter_import(*, texts: Sequence[tuple[str, str]], user: Any, dry_run: bo
     if result.problems:
         return result
     for action, kind, values in plan:
-        getattr(result, action).append(f"{kind}/{values['name']}")
+        named = f"{values['namespace']}/{values['name']}" if kind == buffer_manifests.KIND else values["name"]
+        getattr(result, action).append(f"{kind}/{named}")
     if dry_run:
         return result
 
     with transaction.atomic():
         for action, kind, values in plan:
+            if kind == buffer_manifests.KIND:
+                if action != "unchanged":
+                    buffer_services.buffer_import_apply(values=values)
+                continue
             model, _ = _KINDS[kind]
             if action == "created" and kind == manifests.NODEPOOL_KIND:
                 nodepool_create(values=values, user=user, source="import")
@@ -331,7 +352,9 @@ def karpenter_import(*, texts: Sequence[tuple[str, str]], user: Any, dry_run: bo
     return result
 
 
-def karpenter_export(objects: Sequence[NodePool | EC2NodeClass]) -> str:
-    """Multi-document YAML that Karpenter accepts and that imports back to the same objects."""
+def karpenter_export(objects: Sequence[NodePool | EC2NodeClass], *, buffers: Sequence[Any] = ()) -> str:
+    """Multi-document YAML that Karpenter accepts and that imports back to the same objects (`buffers`:
+    CapacityBuffer rows, after them)."""
     docs = [doc for doc in (_manifest(obj) for obj in objects) if doc is not None]
+    docs += buffer_services.buffers_export(list(buffers))
     return manifests.dump_yaml(docs)

@@ -15,6 +15,7 @@ from django.urls import reverse
 from django.views import View
 
 from console.access import require_operator
+from console.buffers import selectors as buffer_selectors
 from console.fleet import fieldtable, selectors, services
 from console.fleet.filters import (
     DecisionFilterSet,
@@ -190,7 +191,8 @@ def nodepool_export(request: HttpRequest, name: str) -> HttpResponse:
 
 def export_all(request: HttpRequest) -> HttpResponse:
     objects: list[Any] = [*EC2NodeClass.objects.all(), *NodePool.objects.order_by("name")]
-    return _yaml_response(services.karpenter_export(objects), "karpenter.yaml")
+    return _yaml_response(services.karpenter_export(objects, buffers=list(buffer_selectors.buffer_list())),
+                          "karpenter.yaml")
 
 
 # --- EC2NodeClasses ---------------------------------------------------------------------------------

@@ -20,6 +20,7 @@ from django.utils import timezone
 from console import adapters
 from console.backends.base import ClusterBackend
 from console.backends.factory import cluster_backend
+from console.buffers.models import CapacityBuffer
 from console.control.models import UnavailableOffering
 from console.fleet import manifests
 from console.fleet.models import EC2NodeClass, NodeClaim, NodePool
@@ -114,6 +115,7 @@ def live_world(*, cluster: ClusterBackend | None = None, now: datetime | None = 
     inflight = NodeClaim.objects.active().filter(registered_at__isnull=True)
     workload: list[Doc] = [*pods, *nodes, *cluster.list_pdbs(), *cluster.list_daemonsets()]
     workload += [adapters.nodeclaim_object(c) for c in inflight]
+    workload += adapters.buffer_documents(list(CapacityBuffer.objects.all()))  # as the loops read them
     # The provision loop only plans for pods the scheduler gave up on; a preview must agree with it.
     pending = {object_key(p) for p in cluster.pending_pods()}
     return World(workload, list(NodePool.objects.all()), list(EC2NodeClass.objects.all()), pending, now or timezone.now())

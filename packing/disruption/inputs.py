@@ -12,6 +12,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
+from packing.buffers import resolve_buffers
 from packing.disruption.model import (
     DEFAULT_CONSOLIDATE_AFTER,
     DEFAULT_EXPIRE_AFTER,
@@ -179,8 +180,12 @@ def parse_texts(
 
 
 def build_cluster(inp: Inputs, ex: Extras, catalog: Sequence[InstanceType]) -> Cluster:
-    """What one consolidation run looks at (workloads without pods expanded into `inp` first)."""
+    """What one consolidation run looks at (workloads without pods expanded into `inp` first). The virtual pods
+    of the input's CapacityBuffers join the pending pods, whose room every move keeps (packing.buffers); they
+    are never evicted, having no node."""
     expand_workloads(inp)
+    pods = [*inp.running, *inp.pending]
+    virtual = [p for r in resolve_buffers(inp.buffers, inp.pod_templates, inp.workloads, pods) for p in r.pods]
     inflight = inflight_claims(inp, catalog)
     nodes = [
         NodeInfo(
@@ -197,7 +202,7 @@ def build_cluster(inp: Inputs, ex: Extras, catalog: Sequence[InstanceType]) -> C
         catalog=list(catalog),
         nodes=nodes,
         running=list(inp.running),
-        pending=list(inp.pending),
+        pending=[*inp.pending, *virtual],
         daemonsets=list(inp.daemonsets),
         pdbs=list(inp.pdbs),
         settings=dict(ex.settings),

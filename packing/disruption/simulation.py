@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import numpy.typing as npt
 
+from packing.buffers import is_virtual
 from packing.disruption.model import NotDisruptedCategory
 from packing.disruption.refusals import Refusal
 from packing.nodepool import (
@@ -635,12 +636,15 @@ class ClusterSim:
     def _interpret(res: Results, evicted: list[Pod], displaced: list[Pod]) -> WhatIf:
         wi = WhatIf(res, evicted, displaced=displaced)
         keys = {p.key for p in evicted}
+        virtual = {p.key for p in displaced if is_virtual(p)}
         for who, group in (("pod", keys), ("pending pod", {p.key for p in displaced})):
             for key in sorted(group & set(res.unschedulable)):
                 reasons = res.unschedulable[key]
                 detail = "; ".join(f"nodepool {np_}: {r}" if np_ else r for np_, r in reasons[:2]) or "no place"
                 if who == "pod":
                     text = f"pod {key} would not fit elsewhere ({detail})"
+                elif key in virtual:
+                    text = f"the room of CapacityBuffer pod {key} is held on it and would not fit elsewhere ({detail})"
                 else:
                     text = f"pending pod {key} would schedule on it and would not fit elsewhere ({detail})"
                 wi.failure = Refusal(text, NotDisruptedCategory.PODS_DO_NOT_FIT)

@@ -15,6 +15,7 @@ from collections.abc import Sequence
 import numpy as np
 import numpy.typing as npt
 
+from packing.buffers import is_virtual
 from packing.disruption.firstfit import first_fit
 from packing.disruption.model import EPS, NotDisruptedCategory
 from packing.disruption.refusals import (
@@ -137,6 +138,8 @@ def first_fit_whatif(run: RunState, names: Sequence[str], *, simulate: bool = Tr
         # what first-fit leaves over needs a new node, and no pool may launch one
         wi = WhatIf(Results(), [])
         who = "pending pod" if any(p.key == rest[0].key for p in bound) else "pod"
+        if is_virtual(rest[0]):
+            who = "CapacityBuffer pod"
         wi.failure = Refusal(
             f"{who} {rest[0].key} would not fit elsewhere (every nodepool has reached its limits)",
             NotDisruptedCategory.PODS_DO_NOT_FIT,

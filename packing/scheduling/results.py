@@ -9,11 +9,15 @@ shapes callers have always read ((nodepool, text) pairs per pod; text per pool).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from packing.pods import Pod
 from packing.resources import Resources
 from packing.scheduling.reasons import Reason, pairs
 from packing.taints import Taint
+
+if TYPE_CHECKING:
+    from packing.buffers import BufferReport
 
 __all__ = ["ExistingPlacement", "PlannedNodeClaim", "Results"]
 
@@ -58,6 +62,8 @@ class Results:
     # NodePools the engine cannot launch from, with why (no instance type satisfies them, or building their
     # options failed): the solve went on with the other pools. Empty when every pool is usable.
     unusable_nodepool_reasons: dict[str, Reason] = field(default_factory=dict)
+    # what the input's CapacityBuffers reserved (packing.buffers.BufferReport), set by packing.planning.plan
+    buffers: list[BufferReport] = field(default_factory=list)
 
     @property
     def unschedulable(self) -> dict[str, list[tuple[str, str]]]:

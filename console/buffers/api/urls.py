@@ -1,0 +1,15 @@
+"""/api/capacitybuffers/ (in the API's OpenAPI schema with the fleet's endpoints)."""
+
+from django.urls import include, path
+from rest_framework.routers import DefaultRouter
+
+from console.buffers.api import views
+
+app_name = "buffers-api"
+
+router = DefaultRouter(trailing_slash=True)
+router.include_root_view = False
+router.include_format_suffixes = False
+router.register("capacitybuffers", views.CapacityBufferViewSet, basename="capacitybuffer")
+
+urlpatterns = [path("", include(router.urls))]
