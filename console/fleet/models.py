@@ -38,6 +38,8 @@ class NodePool(models.Model):
     POLICY_CHOICES = [(p, p) for p in validation.CONSOLIDATION_POLICIES]
 
     name = models.CharField(max_length=63, unique=True)
+    metadata_labels = models.JSONField(default=dict, blank=True)       # the NodePool's own, not its nodes'
+    metadata_annotations = models.JSONField(default=dict, blank=True)
     template_labels = models.JSONField(default=dict, blank=True)
     template_annotations = models.JSONField(default=dict, blank=True)
     taints = models.JSONField(default=list, blank=True)
@@ -77,6 +79,8 @@ class NodePool(models.Model):
 class EC2NodeClass(models.Model):
     # The columns of the fields in fieldtable.NODECLASS_FIELDS.
     name = models.CharField(max_length=63, unique=True)
+    metadata_labels = models.JSONField(default=dict, blank=True)
+    metadata_annotations = models.JSONField(default=dict, blank=True)
     ami_family = models.CharField(max_length=32, blank=True, default="")
     ami_selector_terms = models.JSONField(default=list, blank=True)
     subnet_selector_terms = models.JSONField(default=list, blank=True)
@@ -88,6 +92,9 @@ class EC2NodeClass(models.Model):
     kubelet = models.JSONField(default=dict, blank=True)
     metadata_options = models.JSONField(default=dict, blank=True)
     user_data = models.TextField(blank=True, default="")
+    capacity_reservation_selector_terms = models.JSONField(default=list, blank=True)
+    ip_prefix_count = models.PositiveIntegerField(null=True, blank=True)
+    context = models.TextField(blank=True, default="")
     instance_store_policy = models.CharField(max_length=16, blank=True, default="")  # "" or RAID0
     # None means "not set": Karpenter then uses the subnet's / AWS's default.
     detailed_monitoring = models.BooleanField(null=True, blank=True)
