@@ -9,6 +9,7 @@ every save.
 
 from __future__ import annotations
 
+from datetime import timedelta
 from typing import Any
 
 from django.conf import settings
@@ -18,7 +19,13 @@ from django.urls import reverse
 from django.utils import timezone
 
 from console.fleet import validation
-from packing.api import CONSOLIDATE_AFTER_DEFAULT, CONSOLIDATION_POLICY_DEFAULT, EXPIRE_AFTER_DEFAULT
+from packing.api import (
+    CONSOLIDATE_AFTER_DEFAULT,
+    CONSOLIDATION_POLICY_DEFAULT,
+    EXPIRE_AFTER_DEFAULT,
+    DurationError,
+    parse_duration,
+)
 
 
 def _raise_issues(issues: list[validation.FieldIssue], field_names: set[str]) -> None:
@@ -70,6 +77,15 @@ class NodePool(models.Model):
 
     def field_values(self) -> dict[str, Any]:
         return {f.name: getattr(self, f.name) for f in self._meta.concrete_fields}
+
+    def termination_grace(self) -> timedelta | None:
+        """spec.template.spec.terminationGracePeriod, None when not set (a drain then waits for ever)."""
+        if not self.termination_grace_period:
+            return None
+        try:
+            return parse_duration(self.termination_grace_period, allow_never=False)
+        except DurationError:   # validation refuses it; a row saved before must not stop a drain
+            return None
 
     def clean(self) -> None:
         _raise_issues(validation.check_nodepool(self.field_values()),
@@ -178,6 +194,9 @@ class NodeClaim(models.Model):
     deletion_reason = models.CharField(max_length=255, blank=True, default="")
     # What its termination waits for now ("1 eviction(s) blocked by PodDisruptionBudgets"), "" if nothing.
     deletion_status = models.CharField(max_length=255, blank=True, default="")
+    # When its drain stops waiting: the NodePool's terminationGracePeriod after the drain began (Karpenter's
+    # karpenter.sh/nodeclaim-termination-timestamp). Past it, PDBs and do-not-disrupt no longer hold the pods.
+    termination_deadline = models.DateTimeField(null=True, blank=True)
 
     objects = NodeClaimQuerySet.as_manager()
 

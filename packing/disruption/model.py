@@ -14,6 +14,7 @@ from datetime import datetime, timedelta
 from enum import StrEnum
 from typing import Any
 
+from packing.disruption.donotdisrupt import DO_NOT_DISRUPT
 from packing.disruption.formatting import money
 from packing.durations import parse_duration
 from packing.instancetype import InstanceType
@@ -48,7 +49,6 @@ __all__ = [
     "Report",
 ]
 
-DO_NOT_DISRUPT = "karpenter.sh/do-not-disrupt"
 LAST_POD_EVENT = "karpenter.sh/last-pod-event-time"
 DISRUPTED_TAINT = "karpenter.sh/disrupted"
 MIRROR_ANNOTATION = "kubernetes.io/config.mirror"

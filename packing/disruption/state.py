@@ -15,6 +15,7 @@ from functools import cached_property
 from typing import Any, Generic, TypeVar, cast
 
 from packing.disruption.budgets import budget_limit
+from packing.disruption.donotdisrupt import do_not_disrupt_reason
 from packing.disruption.formatting import format_time, parse_time
 from packing.disruption.launchable import TypeTable
 from packing.disruption.model import (
@@ -32,7 +33,7 @@ from packing.disruption.model import (
 from packing.disruption.pdb import PdbIndex
 from packing.disruption.refusals import Refusal, SpareLog
 from packing.disruption.simulation import ClusterSim, WhatIf
-from packing.durations import DurationError, format_duration, parse_duration
+from packing.durations import format_duration
 from packing.instancetype import InstanceType
 from packing.nodepool import NodePool
 from packing.pods import Pod
@@ -167,21 +168,7 @@ class RunState:
         meta = self.cluster.pod_meta.get(p.key)
         if meta is None:
             return None
-        v = meta.annotations.get(DO_NOT_DISRUPT)
-        if v is None or v.strip() == "false":
-            return None
-        if v.strip() == "true":
-            return f"pod {p.key} has do-not-disrupt"
-        try:
-            d = parse_duration(v, allow_never=False)
-        except DurationError:
-            return f"pod {p.key} has do-not-disrupt {v!r}, which is neither true nor a duration (treated as true)"
-        if meta.created is None or d is None:
-            return f"pod {p.key} has do-not-disrupt {v}"
-        end = meta.created + d
-        if self.at < end:
-            return f"pod {p.key} has do-not-disrupt until {format_time(end)}"
-        return None
+        return do_not_disrupt_reason(f"pod {p.key}", meta.annotations.get(DO_NOT_DISRUPT), meta.created, self.at)
 
     def hard_reason(self, name: str) -> Refusal | None:
         """Why the node may not be disrupted by any method (None: it is a candidate)."""
@@ -201,8 +188,9 @@ class RunState:
             return Refusal("not initialized yet (no karpenter.sh/initialized=true label)", Category.NOT_INITIALIZED)
         if info.deleting:
             return Refusal("already being disrupted", Category.BEING_DISRUPTED)
-        if info.annotations.get(DO_NOT_DISRUPT, "").strip() == "true":
-            return Refusal(f"node {name} has do-not-disrupt", Category.DO_NOT_DISRUPT)
+        r = do_not_disrupt_reason(f"node {name}", info.annotations.get(DO_NOT_DISRUPT), info.created, self.at)
+        if r:
+            return Refusal(r, Category.DO_NOT_DISRUPT)
         for p in (*self.pods(name), *self.sim.fixed_on.get(name, ())):
             r = self._pod_dnd(p)
             if r:
