@@ -127,3 +127,35 @@ def test_the_disrupt_loop_drain_is_bounded_by_the_termination_grace_period_too(d
     assert action.state == DisruptionAction.DONE
     [forced] = Decision.objects.filter(details__has_key="forced_pod_deletions")
     assert sorted(forced.details["forced_pod_deletions"]) == ["data/db-0", "data/db-1"]
+
+
+class _OneNode:
+    """Just what the disrupt loop's re-validation reads."""
+
+    def __init__(self, node: dict[str, Any], pods: list[dict[str, Any]]) -> None:
+        self.node, self.pods = node, pods
+
+    def get_node(self, name: str) -> dict[str, Any]:
+        return self.node
+
+    def pods_on_node(self, name: str) -> list[dict[str, Any]]:
+        return self.pods
+
+
+def test_revalidation_reads_timed_do_not_disrupt_on_nodes_and_pods(db: Any) -> None:
+    from datetime import UTC, datetime
+
+    from console.control.disruption import _still_valid
+    now = datetime(2026, 12, 1, 12, 0, tzinfo=UTC)
+    action = DisruptionAction(nodes=["n1"])
+
+    def obj(value: str, created: str) -> dict[str, Any]:
+        return {"metadata": {"name": "x", "namespace": "data", "creationTimestamp": created,
+                             "annotations": {"karpenter.sh/do-not-disrupt": value}}}
+
+    assert _still_valid(action, _OneNode(obj("30m", "2026-12-01T11:50:00Z"), []), now) == (  # type: ignore[arg-type]
+        "node n1 has do-not-disrupt until 2026-12-01T12:20:00Z now")
+    assert _still_valid(action, _OneNode(obj("30m", "2026-12-01T11:00:00Z"), []), now) is None  # type: ignore[arg-type]
+    pods = [obj("2h", "2026-12-01T11:00:00Z")]
+    assert _still_valid(action, _OneNode(obj("false", "2026-12-01T11:00:00Z"), pods), now) == (  # type: ignore[arg-type]
+        "pod data/x on n1 has do-not-disrupt until 2026-12-01T13:00:00Z now")
