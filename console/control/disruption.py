@@ -279,8 +279,14 @@ def _launch_some(action: DisruptionAction, cluster: ClusterBackend, cloud: Cloud
     return False
 
 
+# The engine's forceful methods: with terminationGracePeriod, pods protected by do-not-disrupt do not spare a node.
+_FORCEFUL_REASONS = frozenset({"drifted", "expired"})
+
+
 def _still_valid(action: DisruptionAction, cluster: ClusterBackend, now: datetime) -> str | None:
     """A do-not-disrupt that protects a node or one of its pods now ("true", or a duration not yet over)."""
+    bounded = {c.node_name for c in NodeClaim.objects.active().filter(node_name__in=action.nodes).select_related("nodepool")
+               if c.nodepool is not None and c.nodepool.termination_grace() is not None}
     for name in action.nodes:
         try:
             node = cluster.get_node(name)
@@ -289,6 +295,8 @@ def _still_valid(action: DisruptionAction, cluster: ClusterBackend, now: datetim
         why = do_not_disrupt(node, f"node {name}", now)
         if why:
             return f"{why} now"
+        if action.reason in _FORCEFUL_REASONS and name in bounded:
+            continue   # as the engine: with terminationGracePeriod, the drain waits for such pods, bounded by it
         for pod in cluster.pods_on_node(name):
             meta = pod.get("metadata") or {}
             why = do_not_disrupt(pod, f"pod {meta.get('namespace')}/{meta.get('name')} on {name}", now)

@@ -111,6 +111,8 @@ class DisruptionSettings:
     consolidate_after: timedelta | None = DEFAULT_CONSOLIDATE_AFTER  # None: Never
     expire_after: timedelta | None = DEFAULT_EXPIRE_AFTER  # None: Never
     budgets: tuple[Budget, ...] = (Budget(),)
+    # spec.template.spec.terminationGracePeriod; None: not set (a drain may wait for ever)
+    termination_grace_period: timedelta | None = None
 
 
 @dataclass
