@@ -209,8 +209,10 @@ def nodeclaim_terminate_step(*, claim: NodeClaim, cluster: ClusterBackend, cloud
         if drain.left and not past_deadline:
             outcome.draining.append(claim.name)
             if drain.waiting_for():
-                outcome.waiting[claim.name] = drain.waiting_for()
-                log.info("NodeClaim %s: waiting for %s", claim.name, drain.waiting_for())
+                waiting = drain.waiting_for() + (f" (forced when the terminationGracePeriod ends at "
+                                                 f"{deadline:%Y-%m-%dT%H:%M:%SZ})" if deadline is not None else "")
+                outcome.waiting[claim.name] = waiting
+                log.info("NodeClaim %s: waiting for %s", claim.name, waiting)
                 return "waiting"
             return "draining"      # evictions take time to land: the next tick looks again
         cluster.delete_node(claim.node_name)

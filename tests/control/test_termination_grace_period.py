@@ -60,7 +60,9 @@ def test_a_drain_blocked_by_a_pdb_goes_ahead_when_the_termination_grace_period_e
 
     # Well before the deadline the drain waits, as without a grace period: nothing is forced.
     outcome = lifecycle_run(cluster=cluster, cloud=cloud, now=clock())
-    assert "2 eviction(s) blocked by PodDisruptionBudgets and 1 pod(s) marked" in outcome.termination.waiting[claim.name]
+    waiting = outcome.termination.waiting[claim.name]
+    assert "2 eviction(s) blocked by PodDisruptionBudgets and 1 pod(s) marked" in waiting
+    assert f"forced when the terminationGracePeriod ends at {claim.termination_deadline:%Y-%m-%dT%H:%M:%SZ}" in waiting
     advance(clock, config, 7 * 60)
     lifecycle_run(cluster=cluster, cloud=cloud, now=clock())
     assert len(_data_pods_on(cluster, claim.node_name)) == 3
