@@ -8,6 +8,8 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import Any
 
+from django.test import Client
+
 from console.control.disruption import _step
 from console.control.lifecycle import lifecycle_run
 from console.control.models import DisruptionAction
@@ -57,6 +59,10 @@ def test_a_drain_blocked_by_a_pdb_goes_ahead_when_the_termination_grace_period_e
     claim.refresh_from_db()
     started = claim.deletion_requested_at
     assert started is not None and claim.termination_deadline == started + timedelta(minutes=10)
+    client = Client()
+    client.force_login(operator)
+    assert 'id="termination-deadline"' in client.get(claim.get_absolute_url()).content.decode()
+    assert client.get(f"/api/nodeclaims/{claim.name}/").json()["termination_deadline"]
 
     # Well before the deadline the drain waits, as without a grace period: nothing is forced.
     outcome = lifecycle_run(cluster=cluster, cloud=cloud, now=clock())
