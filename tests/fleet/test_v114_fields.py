@@ -11,9 +11,11 @@ import pytest
 import yaml
 from django.contrib.auth.models import User
 from django.test import Client
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from rest_framework.test import APIClient
 
-from console.fleet import services, validation
+from console.fleet import manifests, services, validation
 from console.fleet.models import ChangeRecord, EC2NodeClass, NodePool
 from tests.fleet.conftest import nodeclass_values, nodepool_values
 
@@ -260,3 +262,27 @@ def test_api_reads_writes_and_refuses_the_new_fields(operator_client: APIClient)
     schema = operator_client.get("/api/schema/").content.decode()
     for name in ("capacity_reservation_selector_terms", "ip_prefix_count", "context", "metadata_annotations"):
         assert name in schema
+
+
+_tag = st.text(alphabet="abcdefghijklmnopqrstuvwxyz0123456789-./*", min_size=1, max_size=12)
+_term = st.one_of(
+    st.builds(lambda i: {"id": f"cr-{i}"}, st.from_regex(r"\A[0-9a-z]{1,17}\Z")),
+    st.fixed_dictionaries({"tags": st.dictionaries(_tag, _tag, min_size=1, max_size=3)},
+                          optional={"ownerID": st.from_regex(r"\A[0-9]{12}\Z"),
+                                    "instanceMatchCriteria": st.sampled_from(validation.INSTANCE_MATCH_CRITERIA)}),
+    st.fixed_dictionaries({"instanceMatchCriteria": st.sampled_from(validation.INSTANCE_MATCH_CRITERIA)}))
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(terms=st.lists(_term, max_size=4), prefixes=st.one_of(st.none(), st.integers(0, validation.INT32_MAX)),
+       context=st.text(max_size=20), annotations=st.dictionaries(st.sampled_from(["a", "kubernetes.io/description"]),
+                                                                st.text(max_size=30), max_size=2))
+def test_property_v114_nodeclass_fields_round_trip(terms: list[dict[str, Any]], prefixes: int | None, context: str,
+                                                   annotations: dict[str, str]) -> None:
+    values = {**nodeclass_values(), "capacity_reservation_selector_terms": terms, "ip_prefix_count": prefixes,
+              "context": context, "metadata_annotations": annotations, "metadata_labels": {}}
+    assert validation.check_nodeclass(values) == []
+    (doc,) = manifests.load_yaml_documents(manifests.dump_yaml([manifests.nodeclass_to_manifest(values)]))
+    imported, structural = manifests.fields_from_manifest(doc)
+    assert structural == []
+    assert {k: imported[k] for k in values} == values
