@@ -63,12 +63,13 @@ from packing.cron import CronError, CronSchedule
 from packing.disruption import Action, Cluster, MinSavings, NotDisrupted, Report, consolidate, parse_time
 from packing.disruption.balanced import BALANCED, BALANCED_K
 from packing.disruption.balanced import THRESHOLD as BALANCED_THRESHOLD
+from packing.disruption.donotdisrupt import DO_NOT_DISRUPT, do_not_disrupt_reason
 from packing.disruption.inputs import Extras, build_cluster, parse_texts, read_extras, read_files
 from packing.disruption.model import CheapestOption, MoveDecision, NotDisruptedCategory, ScoreObservation
 from packing.disruption.output import action_json, not_disrupted_json
 from packing.disruption.output import render_json as report_json
 from packing.documents import DEFAULT_MAX_INPUT_BYTES, ByteBudget
-from packing.durations import DurationError, parse_duration
+from packing.durations import DurationError, format_duration, parse_duration
 from packing.fields import FieldError, InputError
 from packing.instancetype import InstanceType, Offering
 from packing.kubeobjects import Inputs, add_object, expand_workloads, expansion_plan
@@ -132,6 +133,9 @@ __all__ = [
     "CronSchedule",
     "DurationError",
     "parse_duration",
+    "format_duration",
+    "DO_NOT_DISRUPT",
+    "do_not_disrupt_reason",
     "BUDGET_NODES_DEFAULT",
     "CONSOLIDATE_AFTER_DEFAULT",
     "CONSOLIDATION_POLICY_DEFAULT",

@@ -236,9 +236,11 @@ def disruption_settings(
     policy: str = "WhenEmptyOrUnderutilized",
     after: timedelta | None = timedelta(0),
     expire: timedelta | None = timedelta(hours=720),
+    grace: timedelta | None = None,
 ) -> DisruptionSettings:
-    """A NodePool's disruption block; with no budget, Karpenter's default (nodes: 100%)."""
-    return DisruptionSettings(policy, after, expire, budgets or (Budget(nodes="100%"),))
+    """A NodePool's disruption block; with no budget, Karpenter's default (nodes: 100%). grace: the template's
+    terminationGracePeriod."""
+    return DisruptionSettings(policy, after, expire, budgets or (Budget(nodes="100%"),), grace)
 
 
 def cluster(

@@ -122,12 +122,14 @@ _DEFAULT_BLOCK_DEVICES: dict[str, list[dict[str, Any]]] = {
     ],
     "Windows2019": [{"deviceName": "/dev/sda1", "ebs": {"volumeSize": "50Gi", "volumeType": "gp3", "encrypted": True}}],
     "Windows2022": [{"deviceName": "/dev/sda1", "ebs": {"volumeSize": "50Gi", "volumeType": "gp3", "encrypted": True}}],
+    "Windows2025": [{"deviceName": "/dev/sda1", "ebs": {"volumeSize": "50Gi", "volumeType": "gp3", "encrypted": True}}],
 }
 # Karpenter's IMDS defaults: IMDSv2 only, hop limit 1 so pods cannot reach the node's credentials.
 _DEFAULT_METADATA = {"httpEndpoint": "enabled", "httpProtocolIPv6": "disabled",
                      "httpPutResponseHopLimit": 1, "httpTokens": "required"}
 _ALIAS_FAMILIES = {"al2": "AL2", "al2023": "AL2023", "bottlerocket": "Bottlerocket",
-                   "windows2019": "Windows2019", "windows2022": "Windows2022"}
+                   "windows2019": "Windows2019", "windows2022": "Windows2022", "windows2025": "Windows2025"}
+_WINDOWS_ALIASES = ("windows2019", "windows2022", "windows2025")
 _INSTANCE_ID = re.compile(r"\bi-[0-9a-f]{8,17}\b")
 
 
@@ -734,7 +736,7 @@ class AWSCloudProvider:
         family, version = alias.split("@", 1)
         family = family.lower()
         k8s = self.kubernetes_version
-        if not k8s and family not in ("windows2019", "windows2022"):
+        if not k8s:   # every family's parameter path names the Kubernetes version, Windows' too
             raise LaunchError(f"alias {alias!r} needs the cluster's Kubernetes version (kubernetes_version)")
         paths: dict[str, str] = {}
         if family == "al2023":
@@ -752,7 +754,8 @@ class AWSCloudProvider:
             leaf = "latest" if version == "latest" else version.lstrip("v")
             for arch in ("x86_64", "arm64"):
                 paths[arch] = f"/aws/service/bottlerocket/aws-k8s-{k8s}/{arch}/{leaf}/image_id"
-        elif family in ("windows2019", "windows2022"):
+        elif family in _WINDOWS_ALIASES:
+            # Windows Server Core only, amd64 only, and only @latest (validation refuses other versions).
             year = family[-4:]
             paths["x86_64"] = f"/aws/service/ami-windows-latest/Windows_Server-{year}-English-Core-EKS_Optimized-{k8s}/image_id"
         else:

@@ -346,6 +346,19 @@ class KubernetesCluster:
             raise                       # e.g. 500 for a pod under two PDBs: not ours to guess
         return "evicted"
 
+    def delete_pod(self, namespace: str, name: str, grace_period_seconds: int) -> bool:
+        """Delete the pod itself, past any PodDisruptionBudget, with this grace period (the drain of a node
+        whose terminationGracePeriod ends: the pod's own grace must end by the node's deadline)."""
+        body = client.V1DeleteOptions(grace_period_seconds=max(0, grace_period_seconds))
+        try:
+            _consume(self.core.delete_namespaced_pod(name, namespace, body=body, _preload_content=False,
+                                                     _request_timeout=self.request_timeout))
+        except ApiException as e:
+            if e.status == 404:
+                return False            # already gone: what the drain wanted
+            raise
+        return True
+
     def delete_node(self, node_name: str) -> None:
         try:
             _consume(self.core.delete_node(node_name, _preload_content=False, _request_timeout=self.request_timeout))

@@ -35,6 +35,7 @@ from console.control.locks import LockBusy, loop_lock
 from console.control.models import DisruptionAction
 from console.control.nodepool_problems import nodepool_problems_record
 from console.control.provisioning import claim_name, engine_catalog, nodeclaim_launch
+from console.control.termination import do_not_disrupt, forced_deletions_record, pod_grace_seconds
 from console.fleet.models import Decision, EC2NodeClass, NodeClaim, NodePool
 from console.telemetry import loop_stats
 from console.telemetry.consolidation_scores import consolidation_scores_observe
@@ -46,7 +47,6 @@ log = logging.getLogger(__name__)
 
 VALIDATION_DELAY = timedelta(seconds=15)
 LAUNCH_BATCH = 20  # replacements launched per tick
-DO_NOT_DISRUPT = "karpenter.sh/do-not-disrupt"
 
 
 @dataclass
@@ -230,21 +230,42 @@ def _step(action: DisruptionAction, cluster: ClusterBackend, cloud: CloudProvide
     elif action.state == DisruptionAction.VALIDATING:
         if action.validate_after and now < action.validate_after:
             return
-        problem = _still_valid(action, cluster)
+        problem = _still_valid(action, cluster, now)
         if problem:
             _abort(action, cluster, cloud, now, problem)
             return
         action.state = DisruptionAction.DRAINING
+        # The drain begins: as Karpenter deletes the NodeClaims now, their terminationGracePeriod starts.
+        for claim in NodeClaim.objects.active().filter(node_name__in=action.nodes).select_related("nodepool"):
+            grace = claim.nodepool.termination_grace() if claim.nodepool else None
+            if grace is not None:
+                NodeClaim.objects.filter(pk=claim.pk, termination_deadline__isnull=True).update(
+                    termination_deadline=now + grace)
     elif action.state == DisruptionAction.DRAINING:
         waiting = 0
+        deadlines = {c.node_name: c for c in _claims_for(action.nodes) if c.termination_deadline is not None}
         for name in action.nodes:
+            claim = deadlines.get(name)
+            deadline = claim.termination_deadline if claim else None
+            deleted: list[str] = []
             for pod in cluster.pods_on_node(name):
                 meta = pod.get("metadata") or {}
                 if any(o.get("kind") == "DaemonSet" for o in meta.get("ownerReferences") or []):
                     continue
-                if cluster.evict(meta.get("namespace") or "default", meta["name"]) == "blocked":
-                    waiting += 1       # a PDB says not now: try again next tick, never force
-        if waiting:
+                namespace = meta.get("namespace") or "default"
+                if deadline is not None and not meta.get("deletionTimestamp"):
+                    left = (deadline - now).total_seconds()
+                    if left <= pod_grace_seconds(pod):   # its own grace must end by the node's deadline
+                        if cluster.delete_pod(namespace, meta["name"], max(0, int(left))):
+                            deleted.append(f"{namespace}/{meta['name']}")
+                        continue
+                if cluster.evict(namespace, meta["name"]) == "blocked":
+                    waiting += 1       # a PDB says not now: try again next tick (until a terminationGracePeriod ends)
+            if claim is not None and deadline is not None:
+                forced_deletions_record(claim=claim, nodepool_name=claim.nodepool_name, node_name=name,
+                                        deleted=deleted, deadline=deadline, now=now,
+                                        grace=claim.nodepool.termination_grace_period if claim.nodepool else "")
+        if waiting:   # (past a node's deadline all its pods were deleted: nothing of it is waited for)
             action.outcome = f"waiting for {waiting} eviction(s) blocked by PodDisruptionBudgets"
         else:
             claims = _claims_for(action.nodes)
@@ -277,18 +298,29 @@ def _launch_some(action: DisruptionAction, cluster: ClusterBackend, cloud: Cloud
     return False
 
 
-def _still_valid(action: DisruptionAction, cluster: ClusterBackend) -> str | None:
+# The engine's forceful methods: with terminationGracePeriod, pods protected by do-not-disrupt do not spare a node.
+_FORCEFUL_REASONS = frozenset({"drifted", "expired"})
+
+
+def _still_valid(action: DisruptionAction, cluster: ClusterBackend, now: datetime) -> str | None:
+    """A do-not-disrupt that protects a node or one of its pods now ("true", or a duration not yet over)."""
+    bounded = {c.node_name for c in NodeClaim.objects.active().filter(node_name__in=action.nodes).select_related("nodepool")
+               if c.nodepool is not None and c.nodepool.termination_grace() is not None}
     for name in action.nodes:
         try:
             node = cluster.get_node(name)
         except NodeNotFound:
             continue
-        if ((node.get("metadata") or {}).get("annotations") or {}).get(DO_NOT_DISRUPT) == "true":
-            return f"node {name} is now marked {DO_NOT_DISRUPT}"
+        why = do_not_disrupt(node, f"node {name}", now)
+        if why:
+            return f"{why} now"
+        if action.reason in _FORCEFUL_REASONS and name in bounded:
+            continue   # as the engine: with terminationGracePeriod, the drain waits for such pods, bounded by it
         for pod in cluster.pods_on_node(name):
             meta = pod.get("metadata") or {}
-            if (meta.get("annotations") or {}).get(DO_NOT_DISRUPT) == "true":
-                return f"pod {meta.get('namespace')}/{meta.get('name')} on {name} is now marked {DO_NOT_DISRUPT}"
+            why = do_not_disrupt(pod, f"pod {meta.get('namespace')}/{meta.get('name')} on {name}", now)
+            if why:
+                return f"{why} now"
     return None
 
 

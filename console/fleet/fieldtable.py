@@ -140,9 +140,21 @@ def _template(*keys: str) -> tuple[str, ...]:
 
 TAINT_KEYS = ("key", "value", "effect", "timeAdded")
 
+# The object's own labels and annotations (not its nodes'): kept as written, and exported.
+_METADATA_HELP = "The object's own metadata, e.g. kubernetes.io/description=…; not put on nodes."
+
+
+def _metadata_fields() -> tuple[FieldSpec, FieldSpec]:
+    return (FieldSpec("metadata_labels", ("metadata", "labels"), Kind.STRING_MAP, "Labels", Widget.KEY_VALUES,
+                      default={}, help=_METADATA_HELP),
+            FieldSpec("metadata_annotations", ("metadata", "annotations"), Kind.STRING_MAP, "Annotations",
+                      Widget.KEY_VALUES, default={}, help=_METADATA_HELP))
+
+
 NODEPOOL_FIELDS: tuple[FieldSpec, ...] = (
     FieldSpec("name", ("metadata", "name"), Kind.NAME, "Name", Widget.TEXT, required=True, export_empty=True,
               help="Becomes the karpenter.sh/nodepool label; cannot change later."),
+    *_metadata_fields(),
     FieldSpec("template_labels", ("spec", "template", "metadata", "labels"), Kind.STRING_MAP, "Node labels",
               Widget.KEY_VALUES, default={}),
     FieldSpec("template_annotations", ("spec", "template", "metadata", "annotations"), Kind.STRING_MAP,
@@ -193,6 +205,7 @@ _TERMS_HELP = "e.g. - tags: {karpenter.sh/discovery: my-cluster}"
 
 NODECLASS_FIELDS: tuple[FieldSpec, ...] = (
     FieldSpec("name", ("metadata", "name"), Kind.NAME, "Name", Widget.TEXT, required=True, export_empty=True),
+    *_metadata_fields(),
     FieldSpec("ami_family", ("spec", "amiFamily"), Kind.ENUM, "Ami family", Widget.SELECT, default="",
               choices=(("", "(from alias)"), *((f, f) for f in validation.AMI_FAMILIES))),
     FieldSpec("ami_selector_terms", ("spec", "amiSelectorTerms"), Kind.SELECTOR_TERMS, "Ami selector terms",
@@ -203,6 +216,11 @@ NODECLASS_FIELDS: tuple[FieldSpec, ...] = (
     FieldSpec("security_group_selector_terms", ("spec", "securityGroupSelectorTerms"), Kind.SELECTOR_TERMS,
               "Security group selector terms", Widget.YAML_LIST, default=[], crd_required=True, export_empty=True,
               help=_TERMS_HELP),
+    # Stored and exported; what Loadmaster does with reservations is the capacity issue's (not launched into yet).
+    FieldSpec("capacity_reservation_selector_terms", ("spec", "capacityReservationSelectorTerms"),
+              Kind.SELECTOR_TERMS, "Capacity reservation selector terms", Widget.YAML_LIST, default=[],
+              item_keys=("id", "ownerID", "tags", "instanceMatchCriteria"),
+              help="e.g. - tags: {team: ml}  or  - id: cr-0123456789abcdef0"),
     FieldSpec("role", ("spec", "role"), Kind.STRING, "Role", Widget.TEXT, default="",
               help="IAM role name for the instance profile Karpenter creates."),
     FieldSpec("instance_profile", ("spec", "instanceProfile"), Kind.STRING, "Instance profile", Widget.TEXT,
@@ -230,6 +248,12 @@ NODECLASS_FIELDS: tuple[FieldSpec, ...] = (
                        "httpPutResponseHopLimit"),
                   Part("http_tokens", "httpTokens", Widget.SELECT, "Http tokens", _METADATA_CHOICES["httpTokens"]))),
     FieldSpec("user_data", ("spec", "userData"), Kind.TEXT, "User data", Widget.TEXTAREA, default=""),
+    FieldSpec("ip_prefix_count", ("spec", "ipPrefixCount"), Kind.INT, "IPv4 prefix count", Widget.NUMBER, default=None,
+              int_range=(0, validation.INT32_MAX),
+              help="IPv4 prefixes assigned to the network interface (stored and exported; not applied at launch yet).",
+              api_help="spec.ipPrefixCount, 0 or more."),
+    FieldSpec("context", ("spec", "context"), Kind.STRING, "Context", Widget.TEXT, default="",
+              help="EC2's reserved Context value for CreateFleet (stored and exported; not sent yet)."),
     # The three below are not in the API yet: adding them changes its OpenAPI schema (a PUT keeps their values).
     FieldSpec("instance_store_policy", ("spec", "instanceStorePolicy"), Kind.ENUM, "Instance store policy",
               Widget.SELECT, default="", choices=(("", "(none)"), ("RAID0", "RAID0")), in_api=False,

@@ -7,8 +7,8 @@ error messages all use that one table, so
 entry and ``kubectl explain``.
 
 Import reads a manifest the way the API server would: absent fields get the CRD's defaults,
-required ones must be there, fields outside the v1 schema are refused with their path, and
-metadata other than the name, and status, are ignored. Export writes what Karpenter accepts and
+required ones must be there, fields outside the v1 schema are refused with their path; the name,
+labels and annotations of metadata are kept, the server-set rest of it and status are ignored. Export writes what Karpenter accepts and
 what imports back to the very same field values.
 
 Two deliberate choices keep that round trip exact:
@@ -76,7 +76,13 @@ _KNOWN_ELSEWHERE: dict[str, dict[str, str]] = {
         "spec.template.spec.resources": "resources cannot be set in a NodePool template",
     },
     NODECLASS_KIND: {f"spec.{name}": _NOT_SUPPORTED for name in (
-        "context", "capacityReservationSelectorTerms", "ipPrefixCount")},
+        "connectionTracking", "cpuOptions", "networkInterfaces", "placementGroupSelector")},
+}
+# Lists that an absent field is stored as [] for, but whose explicit [] the CRD refuses (a CEL rule fails on it).
+_EMPTY_REFUSED: dict[str, dict[tuple[str, ...], str]] = {
+    NODEPOOL_KIND: {},
+    NODECLASS_KIND: {("spec", "capacityReservationSelectorTerms"):
+                     "may not be empty (Karpenter's CRD refuses []): leave capacityReservationSelectorTerms out"},
 }
 
 
@@ -194,8 +200,7 @@ def _known_paths(paths: Mapping[str, tuple[str, ...]], extra: tuple[tuple[str, .
 
 # Parts of a manifest we accept and ignore: server-set or cluster-side metadata, and status.
 _IGNORED_TOP = {"apiVersion", "kind", "status"}
-_IGNORED_METADATA = {"uid", "resourceVersion", "generation", "creationTimestamp", "managedFields",
-                     "annotations", "labels", "finalizers", "namespace", "selfLink", "deletionTimestamp",
+_IGNORED_METADATA = {"uid", "resourceVersion", "generation", "creationTimestamp", "managedFields", "finalizers", "namespace", "selfLink", "deletionTimestamp",
                      "deletionGracePeriodSeconds", "ownerReferences", "generateName"}
 _NODECLASS_REF = fieldtable.NODEPOOL["node_class_name"].path[:-1]  # ("spec", "template", "spec", "nodeClassRef")
 
@@ -295,6 +300,9 @@ def fields_from_manifest(doc: Mapping[str, Any]) -> tuple[dict[str, Any], list[t
             if not spec.has_default:
                 problems.append((spec.yaml_path, f"{spec.path[-1]} is required"))
             values[field] = spec.fresh_default() if spec.has_default else None
+            continue
+        if value == [] and spec.path in _EMPTY_REFUSED[NODEPOOL_KIND if nodepool else NODECLASS_KIND]:
+            problems.append((spec.yaml_path, _EMPTY_REFUSED[NODEPOOL_KIND if nodepool else NODECLASS_KIND][spec.path]))
             continue
         if spec.kind in fieldtable.STRING_KINDS and not isinstance(value, str):
             problems.append((spec.yaml_path, f"must be a string, got {brief(value)}"))

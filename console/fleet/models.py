@@ -9,6 +9,7 @@ every save.
 
 from __future__ import annotations
 
+from datetime import timedelta
 from typing import Any
 
 from django.conf import settings
@@ -18,7 +19,13 @@ from django.urls import reverse
 from django.utils import timezone
 
 from console.fleet import validation
-from packing.api import CONSOLIDATE_AFTER_DEFAULT, CONSOLIDATION_POLICY_DEFAULT, EXPIRE_AFTER_DEFAULT
+from packing.api import (
+    CONSOLIDATE_AFTER_DEFAULT,
+    CONSOLIDATION_POLICY_DEFAULT,
+    EXPIRE_AFTER_DEFAULT,
+    DurationError,
+    parse_duration,
+)
 
 
 def _raise_issues(issues: list[validation.FieldIssue], field_names: set[str]) -> None:
@@ -38,6 +45,8 @@ class NodePool(models.Model):
     POLICY_CHOICES = [(p, p) for p in validation.CONSOLIDATION_POLICIES]
 
     name = models.CharField(max_length=63, unique=True)
+    metadata_labels = models.JSONField(default=dict, blank=True)       # the NodePool's own, not its nodes'
+    metadata_annotations = models.JSONField(default=dict, blank=True)
     template_labels = models.JSONField(default=dict, blank=True)
     template_annotations = models.JSONField(default=dict, blank=True)
     taints = models.JSONField(default=list, blank=True)
@@ -71,6 +80,15 @@ class NodePool(models.Model):
     def field_values(self) -> dict[str, Any]:
         return {f.name: getattr(self, f.name) for f in self._meta.concrete_fields}
 
+    def termination_grace(self) -> timedelta | None:
+        """spec.template.spec.terminationGracePeriod, None when not set (a drain then waits for ever)."""
+        if not self.termination_grace_period:
+            return None
+        try:
+            return parse_duration(self.termination_grace_period, allow_never=False)
+        except DurationError:   # validation refuses it; a row saved before must not stop a drain
+            return None
+
     def clean(self) -> None:
         stored = NodePool.objects.filter(pk=self.pk).values("replicas").first() if self.pk else None
         before = None if stored is None else {"replicas": stored["replicas"]}
@@ -81,6 +99,8 @@ class NodePool(models.Model):
 class EC2NodeClass(models.Model):
     # The columns of the fields in fieldtable.NODECLASS_FIELDS.
     name = models.CharField(max_length=63, unique=True)
+    metadata_labels = models.JSONField(default=dict, blank=True)
+    metadata_annotations = models.JSONField(default=dict, blank=True)
     ami_family = models.CharField(max_length=32, blank=True, default="")
     ami_selector_terms = models.JSONField(default=list, blank=True)
     subnet_selector_terms = models.JSONField(default=list, blank=True)
@@ -92,6 +112,9 @@ class EC2NodeClass(models.Model):
     kubelet = models.JSONField(default=dict, blank=True)
     metadata_options = models.JSONField(default=dict, blank=True)
     user_data = models.TextField(blank=True, default="")
+    capacity_reservation_selector_terms = models.JSONField(default=list, blank=True)
+    ip_prefix_count = models.PositiveIntegerField(null=True, blank=True)
+    context = models.TextField(blank=True, default="")
     instance_store_policy = models.CharField(max_length=16, blank=True, default="")  # "" or RAID0
     # None means "not set": Karpenter then uses the subnet's / AWS's default.
     detailed_monitoring = models.BooleanField(null=True, blank=True)
@@ -175,6 +198,9 @@ class NodeClaim(models.Model):
     deletion_reason = models.CharField(max_length=255, blank=True, default="")
     # What its termination waits for now ("1 eviction(s) blocked by PodDisruptionBudgets"), "" if nothing.
     deletion_status = models.CharField(max_length=255, blank=True, default="")
+    # When its drain stops waiting: the NodePool's terminationGracePeriod after the drain began (Karpenter's
+    # karpenter.sh/nodeclaim-termination-timestamp). Past it, PDBs and do-not-disrupt no longer hold the pods.
+    termination_deadline = models.DateTimeField(null=True, blank=True)
 
     objects = NodeClaimQuerySet.as_manager()
 

@@ -105,8 +105,15 @@ def nodeclaims_mark_for_deletion(*, claims: QuerySet[NodeClaim], reason: str, no
     (evictions, PodDisruptionBudgets respected) and terminates them. Claims already on their way out
     keep their first reason. Returns how many were marked."""
     now = now or timezone.now()
-    return claims.filter(terminated_at__isnull=True, deletion_requested_at__isnull=True).update(
-        deletion_requested_at=now, deletion_reason=reason[:255])
+    marked = 0
+    # One UPDATE per claim: each gets its NodePool's terminationGracePeriod deadline (read now, before a
+    # deleted pool's row goes). Conditional, so a claim marked meanwhile keeps its first reason and deadline.
+    for claim in claims.filter(terminated_at__isnull=True, deletion_requested_at__isnull=True).select_related("nodepool"):
+        grace = claim.nodepool.termination_grace() if claim.nodepool else None
+        marked += NodeClaim.objects.filter(pk=claim.pk, deletion_requested_at__isnull=True).update(
+            deletion_requested_at=now, deletion_reason=reason[:255],
+            termination_deadline=now + grace if grace is not None else None)
+    return marked
 
 
 @transaction.atomic

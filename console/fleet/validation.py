@@ -26,10 +26,11 @@ NUMERIC_OPERATORS = ("Gt", "Lt", "Gte", "Lte")
 TAINT_EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
 CONSOLIDATION_POLICIES = ("WhenEmpty", "WhenEmptyOrUnderutilized", "Balanced")  # Karpenter v1.14's CRD enum
 BUDGET_REASONS = ("Empty", "Underutilized", "Drifted")
-AMI_FAMILIES = ("AL2", "AL2023", "Bottlerocket", "Windows2019", "Windows2022", "Custom")
+AMI_FAMILIES = ("AL2", "AL2023", "Bottlerocket", "Windows2019", "Windows2022", "Windows2025", "Custom")
 # alias family (amiSelectorTerms[].alias "family@version") -> the amiFamily it implies
 ALIAS_FAMILIES = {"al2": "AL2", "al2023": "AL2023", "bottlerocket": "Bottlerocket",
-                  "windows2019": "Windows2019", "windows2022": "Windows2022"}
+                  "windows2019": "Windows2019", "windows2022": "Windows2022", "windows2025": "Windows2025"}
+INSTANCE_MATCH_CRITERIA = ("open", "targeted")    # capacityReservationSelectorTerms[].instanceMatchCriteria
 VOLUME_TYPES = ("standard", "io1", "io2", "gp2", "sc1", "st1", "gp3")
 KUBELET_RESERVED_KEYS = ("cpu", "memory", "ephemeral-storage", "pid")
 EVICTION_SIGNALS = (
@@ -108,6 +109,8 @@ _ALIAS = re.compile(r"^[a-zA-Z0-9]+@.+$")
 _AMI_ID = re.compile(r"ami-[0-9a-z]+")
 _SUBNET_ID = re.compile(r"subnet-[0-9a-z]+")
 _SG_ID = re.compile(r"sg-[0-9a-z]+")
+_CAPACITY_RESERVATION_ID = re.compile(r"^cr-[0-9a-z]+$")
+_OWNER_ID = re.compile(r"^[0-9]{12}$")
 _GO_MAX_SECONDS = INT64_MAX // 10**9
 
 
@@ -248,6 +251,23 @@ def check_annotations(field: str, annotations: Any) -> list[FieldIssue]:
         elif not isinstance(value, str):
             issues.add(f"[{key}]", "annotation values must be strings")
     return issues.items
+
+
+# Kubernetes' own limit on an object's annotations (apimachinery TotalAnnotationSizeLimitB): keys and values together.
+TOTAL_ANNOTATION_SIZE_LIMIT = 256 * 1024
+
+
+def check_object_metadata(labels: Any, annotations: Any) -> list[FieldIssue]:
+    """metadata.labels and metadata.annotations of the NodePool or EC2NodeClass itself, as the API server
+    validates any object's (no Karpenter rule: the restricted label domains apply only to node labels)."""
+    found = check_labels("metadata_labels", labels, template=False)
+    found += check_annotations("metadata_annotations", annotations)
+    if isinstance(annotations, Mapping):
+        size = sum(len(str(k)) + len(v) for k, v in annotations.items() if isinstance(v, str))
+        if size > TOTAL_ANNOTATION_SIZE_LIMIT:
+            found.append(FieldIssue("metadata_annotations", "", f"annotations may not be larger than "
+                                                                 f"{TOTAL_ANNOTATION_SIZE_LIMIT} bytes ({size} given)"))
+    return found
 
 
 def _quantity_problem(quantity: Any, *, strings_only: bool) -> str | None:
@@ -514,6 +534,7 @@ def check_nodepool(data: Mapping[str, Any], *, before: Mapping[str, Any] | None 
     problem = object_name_problem(data.get("name"))
     if problem:
         found.append(FieldIssue("name", "", problem))
+    found += check_object_metadata(data.get("metadata_labels"), data.get("metadata_annotations"))
     found += check_labels("template_labels", data.get("template_labels"), template=True)
     found += check_annotations("template_annotations", data.get("template_annotations"))
     found += check_taints("taints", data.get("taints"))
@@ -609,6 +630,7 @@ def check_nodeclass(data: Mapping[str, Any]) -> list[FieldIssue]:
     problem = object_name_problem(data.get("name"))
     if problem:
         found.append(FieldIssue("name", "", problem))
+    found += check_object_metadata(data.get("metadata_labels"), data.get("metadata_annotations"))
 
     ami_family = data.get("ami_family") or ""
     if ami_family and ami_family not in AMI_FAMILIES:
@@ -669,7 +691,58 @@ def check_nodeclass(data: Mapping[str, Any]) -> list[FieldIssue]:
     for flag in ("detailed_monitoring", "associate_public_ip_address"):
         if data.get(flag) is not None and not isinstance(data.get(flag), bool):
             found.append(FieldIssue(flag, "", "must be true or false"))
+    found += _check_capacity_reservation_terms(data.get("capacity_reservation_selector_terms"))
+    issues = Issues("ip_prefix_count")
+    _check_int32(data.get("ip_prefix_count"), issues, "")
+    found += issues.items
+    context = data.get("context")
+    if context is not None and not isinstance(context, str):
+        found.append(FieldIssue("context", "", "must be a string"))
     return found
+
+
+CAPACITY_RESERVATION_TERM_KEYS = ("id", "ownerID", "tags", "instanceMatchCriteria")
+
+
+def _check_capacity_reservation_terms(value: Any) -> list[FieldIssue]:
+    """capacityReservationSelectorTerms as the v1.14 CRD checks them. Its exclusivity rule is list-wide CEL
+    (`!self.all(...)`), so it is applied list-wide here too: 'id' with another key is refused when every term
+    does it. [] is what an absent field is stored as; an explicit [] (which that rule refuses) is refused by
+    the import (manifests.py)."""
+    issues = Issues("capacity_reservation_selector_terms")
+    terms = _check_list(value, issues)
+    if terms is None:
+        return issues.items
+    if len(terms) > MAX_SELECTOR_TERMS:
+        issues.add("", f"at most {MAX_SELECTOR_TERMS} selector terms")
+    mixed = 0
+    for i, term in enumerate(terms):
+        path = f"[{i}]"
+        if not isinstance(term, Mapping):
+            issues.add(path, "must be a mapping with one of tags, id, instanceMatchCriteria")
+            continue
+        unknown = _unknown(term, CAPACITY_RESERVATION_TERM_KEYS)
+        if unknown:
+            issues.add(path, f"{unknown}; allowed: {', '.join(CAPACITY_RESERVATION_TERM_KEYS)}")
+        if all(term.get(k) is None for k in ("tags", "id", "instanceMatchCriteria")):
+            issues.add(path, "expected at least one, got none, ['tags', 'id', 'instanceMatchCriteria']")
+        if term.get("id") is not None and any(term.get(k) is not None for k in ("tags", "ownerID", "instanceMatchCriteria")):
+            mixed += 1
+        cr_id = term.get("id")
+        if cr_id is not None and (not isinstance(cr_id, str) or not _CAPACITY_RESERVATION_ID.match(cr_id)):
+            issues.add(f"{path}.id", f"{cr_id!r} should match '^cr-[0-9a-z]+$'")
+        owner = term.get("ownerID")
+        if owner is not None and (not isinstance(owner, str) or not _OWNER_ID.match(owner)):
+            issues.add(f"{path}.ownerID", f"{owner!r} should match '^[0-9]{{12}}$' (an AWS account id, as a string)")
+        criteria = term.get("instanceMatchCriteria")
+        if criteria is not None and criteria not in INSTANCE_MATCH_CRITERIA:
+            issues.add(f"{path}.instanceMatchCriteria", f"{criteria!r} is not one of {', '.join(INSTANCE_MATCH_CRITERIA)}")
+        if term.get("tags") is not None:
+            _check_selector_tags(term["tags"], issues, f"{path}.tags")
+    if terms and mixed == len(terms):
+        issues.add("", "'id' is mutually exclusive, cannot be set along with other fields in a capacity reservation "
+                       "selector term")
+    return issues.items
 
 
 def _check_block_devices(value: Any) -> list[FieldIssue]:

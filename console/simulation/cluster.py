@@ -316,6 +316,15 @@ class SimulatedCluster:
             remove_pod(store, row, replace=owner_kind(pod) in REPLACING_OWNERS)
             return "evicted"
 
+    def delete_pod(self, namespace: str, name: str, grace_period_seconds: int) -> bool:
+        """DELETE the pod, no budget asked; the simulated kubelet stops it at once (its controller replaces it)."""
+        with writing(self.clock()) as store:
+            row = store.get("Pod", name, namespace)
+            if row is None:
+                return False
+            remove_pod(store, row, replace=owner_kind(row.body) in REPLACING_OWNERS)
+            return True
+
     def delete_node(self, node_name: str) -> None:
         with writing(self.clock()) as store:
             remove_node(store, node_name)

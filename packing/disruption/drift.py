@@ -104,7 +104,7 @@ class Drift:
             self._drifted = self._find_drifted()
         drifted: list[tuple[bool, datetime, str, str]] = []
         for n, r in self._drifted.items():
-            if n in run.disrupted or n not in run.sim.specs or run.hard_reason(n):
+            if n in run.disrupted or n not in run.sim.specs or run.forceful_reason(n):
                 continue
             created = run.info[n].created or datetime.min.replace(tzinfo=UTC)
             drifted.append((bool(run.pods(n)), created, n, r))

@@ -49,7 +49,7 @@ class Expiration:
         if self._expired is None:
             self._expired = self._find_expired()
         expired = [
-            e for e in self._expired if e[1] not in run.disrupted and e[1] in run.sim.specs and not run.hard_reason(e[1])
+            e for e in self._expired if e[1] not in run.disrupted and e[1] in run.sim.specs and not run.forceful_reason(e[1])
         ]
         expired.sort()
         for _, n, detail in expired:

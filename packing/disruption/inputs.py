@@ -83,7 +83,10 @@ def _settings(spec: Mapping[str, Any], path: str) -> DisruptionSettings:
             for i, b in enumerate(raw):
                 out.append(_budget(b, i))
             budgets = tuple(out)
-    return DisruptionSettings(policy=policy, consolidate_after=after, expire_after=expire, budgets=budgets)
+    # Karpenter's CRD allows no Never here; "Never" would read as None, which is "not set" all the same.
+    grace = duration(tspec.get("terminationGracePeriod"), f"{path}spec.template.spec.terminationGracePeriod", None)
+    return DisruptionSettings(policy=policy, consolidate_after=after, expire_after=expire, budgets=budgets,
+                              termination_grace_period=grace)
 
 
 def _budget(b: Any, i: int) -> Budget:

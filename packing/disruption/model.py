@@ -14,6 +14,7 @@ from datetime import datetime, timedelta
 from enum import StrEnum
 from typing import Any
 
+from packing.disruption.donotdisrupt import DO_NOT_DISRUPT
 from packing.disruption.formatting import money
 from packing.durations import parse_duration
 from packing.instancetype import InstanceType
@@ -50,7 +51,6 @@ __all__ = [
     "ScoreObservation",
 ]
 
-DO_NOT_DISRUPT = "karpenter.sh/do-not-disrupt"
 LAST_POD_EVENT = "karpenter.sh/last-pod-event-time"
 DISRUPTED_TAINT = "karpenter.sh/disrupted"
 MIRROR_ANNOTATION = "kubernetes.io/config.mirror"
@@ -113,6 +113,8 @@ class DisruptionSettings:
     consolidate_after: timedelta | None = DEFAULT_CONSOLIDATE_AFTER  # None: Never
     expire_after: timedelta | None = DEFAULT_EXPIRE_AFTER  # None: Never
     budgets: tuple[Budget, ...] = (Budget(),)
+    # spec.template.spec.terminationGracePeriod; None: not set (a drain may wait for ever)
+    termination_grace_period: timedelta | None = None
 
 
 @dataclass

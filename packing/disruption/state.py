@@ -16,6 +16,7 @@ from typing import Any, Generic, TypeVar, cast
 
 from packing.disruption.balanced import Scorer, pod_disruption_cost
 from packing.disruption.budgets import budget_limit
+from packing.disruption.donotdisrupt import do_not_disrupt_reason
 from packing.disruption.formatting import format_time, parse_time
 from packing.disruption.launchable import TypeTable
 from packing.disruption.model import (
@@ -32,7 +33,7 @@ from packing.disruption.model import (
 from packing.disruption.pdb import PdbIndex
 from packing.disruption.refusals import Refusal, SpareLog
 from packing.disruption.simulation import ClusterSim, WhatIf
-from packing.durations import DurationError, format_duration, parse_duration
+from packing.durations import format_duration
 from packing.instancetype import InstanceType
 from packing.nodepool import NodePool
 from packing.pods import Pod
@@ -81,6 +82,7 @@ class NodeFacts:
 
 HARD: Fact[Refusal | None] = Fact("hard")
 GATE: Fact[Refusal | None] = Fact("gate")
+NODE_ONLY: Fact[Refusal | None] = Fact("node only")
 EVICTION_COST: Fact[float] = Fact("eviction cost")
 
 
@@ -157,27 +159,38 @@ class RunState:
         meta = self.cluster.pod_meta.get(p.key)
         if meta is None:
             return None
-        v = meta.annotations.get(DO_NOT_DISRUPT)
-        if v is None or v.strip() == "false":
-            return None
-        if v.strip() == "true":
-            return f"pod {p.key} has do-not-disrupt"
-        try:
-            d = parse_duration(v, allow_never=False)
-        except DurationError:
-            return f"pod {p.key} has do-not-disrupt {v!r}, which is neither true nor a duration (treated as true)"
-        if meta.created is None or d is None:
-            return f"pod {p.key} has do-not-disrupt {v}"
-        end = meta.created + d
-        if self.at < end:
-            return f"pod {p.key} has do-not-disrupt until {format_time(end)}"
-        return None
+        return do_not_disrupt_reason(f"pod {p.key}", meta.annotations.get(DO_NOT_DISRUPT), meta.created, self.at)
 
     def hard_reason(self, name: str) -> Refusal | None:
         """Why the node may not be disrupted by any method (None: it is a candidate)."""
         return self.facts.recall(HARD, name, self._hard_reason)
 
+    def forceful_reason(self, name: str) -> Refusal | None:
+        """hard_reason for drift and expiration. When the node's NodePool sets terminationGracePeriod, pods that
+        a PDB or do-not-disrupt protects do not spare the node, as in Karpenter: its drain waits for them, but
+        only until the grace period ends. Without it they spare the node (for expiration that is Loadmaster's
+        choice: Karpenter would start a drain that may never end)."""
+        r = self.hard_reason(name)
+        if r is None or r.category not in (Category.PDB, Category.DO_NOT_DISRUPT):
+            return r
+        pool = self.info[name].nodepool or ""
+        if self.cluster.settings_for(pool).termination_grace_period is None:
+            return r
+        return self.facts.recall(NODE_ONLY, name, self._node_reason)
+
     def _hard_reason(self, name: str) -> Refusal | None:
+        r = self._node_reason(name)
+        if r is not None:
+            return r
+        for p in (*self.pods(name), *self.sim.fixed_on.get(name, ())):
+            why = self._pod_dnd(p)
+            if why:
+                return Refusal(why, Category.DO_NOT_DISRUPT)
+        why = self.pdb.blocking(self.pods(name))
+        return Refusal(why, Category.PDB) if why else None
+
+    def _node_reason(self, name: str) -> Refusal | None:
+        """What spares the node itself, whatever its pods."""
         info = self.info.get(name)
         if info is None:
             return Refusal("launched by an earlier action in this list", Category.LAUNCHED_BY_ACTION)
@@ -191,14 +204,8 @@ class RunState:
             return Refusal("not initialized yet (no karpenter.sh/initialized=true label)", Category.NOT_INITIALIZED)
         if info.deleting:
             return Refusal("already being disrupted", Category.BEING_DISRUPTED)
-        if info.annotations.get(DO_NOT_DISRUPT, "").strip() == "true":
-            return Refusal(f"node {name} has do-not-disrupt", Category.DO_NOT_DISRUPT)
-        for p in (*self.pods(name), *self.sim.fixed_on.get(name, ())):
-            r = self._pod_dnd(p)
-            if r:
-                return Refusal(r, Category.DO_NOT_DISRUPT)
-        r = self.pdb.blocking(self.pods(name))
-        return Refusal(r, Category.PDB) if r else None
+        r = do_not_disrupt_reason(f"node {name}", info.annotations.get(DO_NOT_DISRUPT), info.created, self.at)
+        return Refusal(r, Category.DO_NOT_DISRUPT) if r else None
 
     def last_pod_change(self, name: str) -> datetime | None:
         if name in self.touched:

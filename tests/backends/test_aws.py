@@ -767,3 +767,14 @@ def test_end_to_end_against_threaded_moto_server(moto_server: str) -> None:
     provider.terminate([instance.instance_id, "i-0123456789abcdef0"])
     assert provider.list_instances(CLUSTER) == []
     assert world.queue_counts() == (0, 0)
+
+
+def test_windows2025_alias_resolves_through_the_windows_server_2025_core_parameter(world: World) -> None:
+    # Karpenter's provider reads Windows_Server-<year>-English-Core-EKS_Optimized-<k8s>; amd64 only.
+    world.public_parameters[
+        f"/aws/service/ami-windows-latest/Windows_Server-2025-English-Core-EKS_Optimized-{K8S}/image_id"] = X86_AMI
+    provider = world.provider()
+    assert provider.resolve_amis(nodeclass(ami_selector_terms=[{"alias": "windows2025@latest"}])) == {"x86_64": X86_AMI}
+    # the path names the Kubernetes version, so without it the alias cannot resolve (Windows included)
+    with pytest.raises(LaunchError, match="Kubernetes version"):
+        world.provider(kubernetes_version=None).resolve_amis(nodeclass(ami_selector_terms=[{"alias": "windows2025@latest"}]))

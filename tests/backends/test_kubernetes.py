@@ -524,3 +524,17 @@ def test_built_from_a_kubeconfig(kube: KMockThread, core: client.CoreV1Api, tmp_
     monkeypatch.delenv("KUBERNETES_SERVICE_HOST", raising=False)
     assert names(KubernetesCluster.from_environment(str(kubeconfig)).list_nodes()[0]) == ["n1"]
     assert names(KubernetesCluster.from_kubeconfig(str(kubeconfig), context="kmock").list_nodes()[0]) == ["n1"]
+
+
+def test_delete_pod_deletes_past_the_pdb_with_the_grace_period_given(kube: KMockThread, core: client.CoreV1Api,
+                                                                     cluster: KubernetesCluster) -> None:
+    # Only for a drain whose terminationGracePeriod ends: a DELETE, not an eviction, so no PDB is asked.
+    make_node(core, "n1")
+    make_pod(core, "web-1", node="n1", labels={"app": "web"})
+    make_pdb(kube, "web", {"app": "web"}, min_available=1)
+    assert cluster.evict("default", "web-1") == "blocked"
+    assert cluster.delete_pod("default", "web-1", 42) is True
+    assert cluster.pods_on_node("n1") == []
+    assert cluster.delete_pod("default", "web-1", 0) is False
+    [delete, *_] = requests_to(kube, PODS, "DELETE")
+    assert (delete.data or {}).get("gracePeriodSeconds") == 42

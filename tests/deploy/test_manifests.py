@@ -21,6 +21,7 @@ CLIENT_CALLS = {
     "read_node": ("", "nodes", "get"),
     "patch_node": ("", "nodes", "patch"),
     "delete_node": ("", "nodes", "delete"),
+    "delete_namespaced_pod": ("", "pods", "delete"),
     "list_pod_disruption_budget_for_all_namespaces": ("policy", "poddisruptionbudgets", "list"),
     "list_daemon_set_for_all_namespaces": ("apps", "daemonsets", "list"),
 }

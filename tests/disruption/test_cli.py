@@ -297,3 +297,19 @@ spec:
         assert n["savings_per_hour"] == pytest.approx(0.192)
     code, text, _ = run([*files, "--at", "2026-11-30T12:00:00Z", "--output", "text"])
     assert code == 0 and "blocked by pdb; would save $0.1920/h" in text
+
+
+def test_termination_grace_period_is_read_from_the_nodepool(tmp_path: Path) -> None:
+    # n2 is past expireAfter with a pod marked do-not-disrupt: spared, unless the pool sets terminationGracePeriod.
+    dnd = '  annotations: {karpenter.sh/do-not-disrupt: "true"}'
+    docs = (node_doc("n2", created="2026-01-01T00:00:00Z"), pod_doc("web-2", "n2", "3", annotations=dnd))
+    files = cluster_files(tmp_path, *docs)
+    _, out, _ = run([*files, "--at", "2026-11-30T12:00:00Z"])
+    assert "expired" not in [a["reason"] for a in json.loads(out)["actions"]]
+    objs = tmp_path / "cluster.yaml"
+    objs.write_text(objs.read_text().replace("expireAfter: 720h", "expireAfter: 720h\n      terminationGracePeriod: 1h", 1))
+    _, out, _ = run([*files, "--at", "2026-11-30T12:00:00Z"])
+    assert [(a["reason"], a["nodes"]) for a in json.loads(out)["actions"]][:1] == [("expired", ["n2"])]
+    objs.write_text(objs.read_text().replace("terminationGracePeriod: 1h", "terminationGracePeriod: soon", 1))
+    code, _, err = run([*files, "--at", "2026-11-30T12:00:00Z"])
+    assert code == 2 and "spec.template.spec.terminationGracePeriod" in err

@@ -55,6 +55,20 @@ def test_node_do_not_disrupt() -> None:
     assert reasons(r)["n1"] == "node n1 has do-not-disrupt"
 
 
+def test_node_do_not_disrupt_duration_running_passed_and_unreadable() -> None:
+    # As for pods: a duration protects the node for that long after its creation (Karpenter v1.14).
+    nodes = [
+        node("n1", M4, created=AT - timedelta(minutes=10), annotations={DO_NOT_DISRUPT: "30m"}),  # still running
+        node("n2", M4, created=AT - timedelta(hours=1), annotations={DO_NOT_DISRUPT: "30m"}),     # passed
+        node("n3", M4, annotations={DO_NOT_DISRUPT: "soon"}),                                    # taken as true
+        node("n4", M4, annotations={DO_NOT_DISRUPT: "false"}),
+    ]
+    r = consolidate(cluster(nodes, []), AT)
+    assert disrupted(r) == {"n2", "n4"}
+    assert reasons(r)["n1"] == "node n1 has do-not-disrupt until 2026-11-30T12:20:00Z"
+    assert reasons(r)["n3"] == "node n3 has do-not-disrupt 'soon', which is neither true nor a duration (treated as true)"
+
+
 def test_pod_do_not_disrupt_true_blocks_its_node() -> None:
     pods = [bound_pod("batch-1", "n1", "1"), bound_pod("web-1", "n2", "1")]
     meta = {"default/batch-1": PodMeta({DO_NOT_DISRUPT: "true"})}

@@ -294,3 +294,39 @@ def test_a_node_count_limit_counts_the_replacement() -> None:
     one = consolidate(cluster(nodes, pods, pools=[pool("default", on_demand, limits=Resources.parse({"nodes": "1"}))]), AT)
     assert not one.actions
     assert "every nodepool has reached its limits" in reasons(one)["n1"]
+
+
+def _blocked_by_pdb_and_do_not_disrupt(grace: timedelta | None) -> object:
+    from packing.disruption import Budget, PodMeta
+    from packing.disruption.model import DO_NOT_DISRUPT
+    from tests.engine_builders import pdb
+
+    # n1 is past expireAfter, n2 has drifted (a template label the pool now sets), n3 is merely underused:
+    # a PDB that allows no eviction covers n1's and n3's pods, a do-not-disrupt pod runs on n2.
+    p = mixed_capacity_pool("default", labels={"team": "a"})
+    st = {"default": disruption_settings(Budget(nodes="100%"), expire=timedelta(days=2), grace=grace)}
+    young = AT - timedelta(hours=1)
+    nodes = [node("n1", M4, created=AT - timedelta(days=3), labels={"team": "a"}), node("n2", M4, created=young),
+             node("n3", M8, created=young, labels={"team": "a"})]
+    pods = [bound_pod("web-1", "n1", "1", labels={"app": "web"}), bound_pod("job", "n2", "1"),
+            bound_pod("web-2", "n3", "1", labels={"app": "web"})]
+    meta = {"default/job": PodMeta({DO_NOT_DISRUPT: "true"})}
+    return consolidate(cluster(nodes, pods, pools=[p], pool_settings=st, meta=meta,
+                               pdbs=[pdb("web", min_available="2", app="web")]), AT)
+
+
+def test_termination_grace_period_lets_drift_and_expiration_take_blocked_nodes() -> None:
+    # As in Karpenter: with terminationGracePeriod the drain waits for such pods, bounded by it; consolidation
+    # still spares the node.
+    r = _blocked_by_pdb_and_do_not_disrupt(timedelta(hours=1))
+    assert sorted((a.reason, tuple(a.nodes)) for a in r.actions) == [("drifted", ("n2",)), ("expired", ("n1",))]
+    # (n2's do-not-disrupt pod moved onto n3 in the simulation; either blocker spares it)
+    assert reasons(r)["n3"] in ("pdb default/web blocks eviction of default/web-2", "pod default/job has do-not-disrupt")
+
+
+def test_without_termination_grace_period_pdbs_and_do_not_disrupt_spare_drifted_and_expired_nodes() -> None:
+    r = _blocked_by_pdb_and_do_not_disrupt(None)
+    assert not r.actions  # type: ignore[attr-defined]
+    why = reasons(r)
+    assert "pdb default/web blocks eviction of default/web-1" in why["n1"]
+    assert why["n2"] == "pod default/job has do-not-disrupt"

@@ -181,6 +181,9 @@ def test_a_full_object_saves_exports_and_imports_unchanged() -> None:
         "block_device_mappings": [{"deviceName": "/dev/xvda", "ebs": {"volumeSize": "20Gi", "volumeType": "gp3"}}],
         "kubelet": {"maxPods": 20}, "metadata_options": {"httpTokens": "required"}, "user_data": "echo hi\n",
         "instance_store_policy": "RAID0", "detailed_monitoring": True, "associate_public_ip_address": False,
+        "metadata_labels": {"team": "a"}, "metadata_annotations": {"kubernetes.io/description": "general"},
+        "capacity_reservation_selector_terms": [{"tags": {"team": "ml"}, "instanceMatchCriteria": "open"}],
+        "ip_prefix_count": 2, "context": "c-0123",
     }
     nodeclass = services.nodeclass_create(values=nodeclass_values, user=user)
     # role and instanceProfile exclude each other
@@ -188,6 +191,7 @@ def test_a_full_object_saves_exports_and_imports_unchanged() -> None:
                                                  "instance_profile": "NodeProfile"}, user=user)
     pool = services.nodepool_create(values={
         "name": "general", "template_labels": {"team": "a"}, "template_annotations": {"note": "x"},
+        "metadata_labels": {"example.com/tier": "gold"}, "metadata_annotations": {"kubernetes.io/description": "x y"},
         "node_class_name": "default", "taints": [{"key": "t", "value": "v", "effect": "NoSchedule"}],
         "startup_taints": [{"key": "s", "effect": "NoExecute"}],
         "requirements": [{"key": "karpenter.sh/capacity-type", "operator": "In", "values": ["spot"]}],

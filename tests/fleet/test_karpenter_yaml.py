@@ -159,6 +159,8 @@ status:
 
 DOC_NODEPOOL_VALUES: dict[str, Any] = {
     "name": "default",
+    "metadata_labels": {},
+    "metadata_annotations": {},
     "template_labels": {"billing-team": "my-team"},
     "template_annotations": {"example.com/owner": "my-team"},
     "node_class_name": "default",
@@ -349,6 +351,11 @@ DOC_NODECLASS_VERBATIM = (DOC_NODECLASS_HEAD + DOC_NODECLASS_UNSUPPORTED + DOC_N
 
 DOC_NODECLASS_VALUES: dict[str, Any] = {
     "name": "default",
+    "metadata_labels": {},
+    "metadata_annotations": {},
+    "capacity_reservation_selector_terms": [],
+    "ip_prefix_count": None,
+    "context": "",
     "ami_family": "AL2",
     "ami_selector_terms": [{"tags": {"karpenter.sh/discovery": "${CLUSTER_NAME}", "environment": "test"}},
                            {"name": "my-ami"}, {"id": "ami-123"}],
@@ -485,6 +492,8 @@ def test_documented_nodepool_exports_back_to_the_same_values(importer: User) -> 
 
 FULL_POOL: dict[str, Any] = {
     "name": "everything",
+    "metadata_labels": {"app.kubernetes.io/managed-by": "loadmaster", "tier": "y"},
+    "metadata_annotations": {"kubernetes.io/description": "General purpose: on call", "example.com/empty": ""},
     "template_labels": {"team": "platform", "example.com/tier": "1", "flag": "y", "num": "1e3", "off": "off",
                         "date": "2024-01-01", "karpenter.sh/capacity-type": "spot"},
     "template_annotations": {"example.com/owner": "platform team: on call", "empty": ""},
@@ -519,6 +528,13 @@ FULL_NODECLASS: dict[str, Any] = {
     "ami_family": "Custom",
     "ami_selector_terms": [{"alias": "bottlerocket@v1.20.0"}],
     "subnet_selector_terms": [{"id": "subnet-0123abcd"}, {"cidr": "10.0.0.0/16"}],
+    "metadata_labels": {"team": "ml"},
+    "metadata_annotations": {"kubernetes.io/description": "GPU nodes"},
+    "capacity_reservation_selector_terms": [{"id": "cr-0123456789abcdef0"},
+                                            {"tags": {"team": "ml", "env": "*"}, "ownerID": "123456789012",
+                                             "instanceMatchCriteria": "targeted"}],
+    "ip_prefix_count": 4,
+    "context": "c-abc123",
     "block_device_mappings": [
         {"deviceName": "/dev/xvda", "rootVolume": True, "ebs": {"volumeSize": "20Gi", "volumeType": "gp3"}},
         {"deviceName": "/dev/xvdb", "ebs": {"snapshotID": "snap-1", "volumeInitializationRate": 300,
@@ -531,14 +547,17 @@ FULL_NODECLASS: dict[str, Any] = {
 
 @pytest.mark.parametrize("kind, values, create, update", [
     ("NodePool", FULL_POOL, services.nodepool_create, services.nodepool_update),
-    ("NodePool", {**FULL_POOL, "name": "sparse", "template_labels": {}, "template_annotations": {}, "taints": [],
+    ("NodePool", {**FULL_POOL, "name": "sparse", "metadata_labels": {}, "metadata_annotations": {},
+                  "template_labels": {}, "template_annotations": {}, "taints": [],
                   "startup_taints": [], "requirements": [], "termination_grace_period": "", "budgets": [],
                   "limits": {}, "weight": None}, services.nodepool_create, services.nodepool_update),
     ("NodePool", {**FULL_POOL, "name": "static", "limits": {"nodes": 8}, "weight": None, "replicas": 5},
      services.nodepool_create, services.nodepool_update),
     ("EC2NodeClass", FULL_NODECLASS, services.nodeclass_create, services.nodeclass_update),
     ("EC2NodeClass", {**FULL_NODECLASS, "name": "profiled", "role": "", "instance_profile": "NodeProfile",
-                      "tags": {}, "block_device_mappings": [], "kubelet": {}, "metadata_options": {}, "user_data": ""},
+                      "tags": {}, "block_device_mappings": [], "kubelet": {}, "metadata_options": {}, "user_data": "",
+                      "metadata_labels": {}, "metadata_annotations": {}, "capacity_reservation_selector_terms": [],
+                      "ip_prefix_count": None, "context": ""},
      services.nodeclass_create, services.nodeclass_update),
 ])
 def test_export_then_import_gives_the_same_object(importer: User, kind: str, values: dict[str, Any],
@@ -622,6 +641,9 @@ def valid_nodepools(draw: st.DrawFn) -> dict[str, Any]:
     taints = draw(st.lists(_taint, max_size=3, unique_by=lambda t: (t["key"], t["effect"])))
     values = {
         "name": draw(st.from_regex(r"\A[a-z0-9]([-a-z0-9]{0,20}[a-z0-9])?\Z")),
+        "metadata_labels": draw(st.dictionaries(_label_keys, _label_values, max_size=2)),
+        "metadata_annotations": draw(st.dictionaries(st.sampled_from(["a", "kubernetes.io/description"]),
+                                                     st.text(max_size=20), max_size=2)),
         "template_labels": draw(st.dictionaries(_label_keys, _label_values, max_size=4)),
         "template_annotations": draw(st.dictionaries(st.sampled_from(["a", "example.com/b"]),
                                                      st.text(max_size=20), max_size=2)),
@@ -684,7 +706,7 @@ def test_disruption_block_without_consolidate_after_is_refused(importer: User) -
     assert counts() == (0, 0, 0)
 
 
-def test_metadata_and_status_are_ignored(importer: User) -> None:
+def test_server_set_metadata_and_status_are_ignored_labels_and_annotations_kept(importer: User) -> None:
     text = textwrap.dedent("""\
         apiVersion: karpenter.sh/v1
         kind: NodePool
@@ -709,6 +731,11 @@ def test_metadata_and_status_are_ignored(importer: User) -> None:
         """)
     result = run_import(importer, text)
     assert problems(result) == [] and result.created == ["NodePool/general"]
+    pool = NodePool.objects.get(name="general")
+    assert (pool.metadata_labels, pool.metadata_annotations) == ({"app": "karpenter"}, {"karpenter.sh/nodepool-hash": "42"})
+    (doc,) = yaml.safe_load_all(services.karpenter_export([pool]))
+    assert doc["metadata"] == {"name": "general", "labels": {"app": "karpenter"},
+                               "annotations": {"karpenter.sh/nodepool-hash": "42"}}
 
 
 def test_kind_list_imports_its_items(importer: User) -> None:
@@ -839,7 +866,7 @@ GOOD = minimal_pool("good")
     (GOOD + "---\n" + minimal_pool("p", weight=7).replace("weight: 7", "weight: 7\n  weight: 8"),
      (2, "", "malformed YAML at line")),
     (GOOD + "---\n" + minimal_nodeclass("nc", amiFamily="Ubuntu"),
-     (2, "spec.amiFamily", "'Ubuntu' is not one of AL2, AL2023, Bottlerocket, Windows2019, Windows2022, Custom")),
+     (2, "spec.amiFamily", "'Ubuntu' is not one of AL2, AL2023, Bottlerocket, Windows2019, Windows2022, Windows2025, Custom")),
     (GOOD + "---\n" + minimal_nodeclass("nc", kubelet={"maxPods": -1}),
      (2, "spec.kubelet.maxPods", "must be a non-negative integer")),
     (GOOD + "---\n" + minimal_nodeclass("nc", tags={"kubernetes.io/cluster/demo": "owned"}),

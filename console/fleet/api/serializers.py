@@ -224,7 +224,7 @@ class NodeClaimSerializer(serializers.ModelSerializer):
             "price_per_hour", "instance_id", "provider_id", "node_name", "requests", "allocatable", "labels",
             "taints", "created_at", "launched_at", "registered_at", "initialized_at", "drifted_at",
             "consolidatable_at", "disrupting_at", "terminated_at", "termination_reason",
-            "deletion_requested_at", "deletion_reason", "deletion_status",
+            "deletion_requested_at", "deletion_reason", "deletion_status", "termination_deadline",
         ]
         read_only_fields = fields
 
