@@ -17,9 +17,8 @@ Karpenter's node.health controller (kubernetes-sigs/karpenter v1.14, pkg/control
 
 Here one worker at a time (the ``repair`` loop lock) reads the nodes and their NodeClaims, and for each
 due node: marks its claim for deletion (so, should this run die half-way, the lifecycle loop's
-termination finishes the job), cordons it, deletes the Node — Kubernetes' pod garbage collector then
-deletes its pods, whose controllers recreate them pending; no eviction, so no PDB is asked — terminates
-the instance and closes the claim. One ledger line per repair, and one per refusal when the refusal
+termination finishes the job), cordons it, deletes its pods with no grace (no eviction, so no PDB is asked; their
+controllers recreate them pending) and then the Node, terminates the instance and closes the claim. One ledger line per repair, and one per refusal when the refusal
 changes (not one per tick). The metrics (karpenter_nodeclaims_disrupted_total{reason="unhealthy"},
 karpenter_nodeclaims_unhealthy_disrupted_total) are computed from those records by /metrics.
 """
@@ -226,11 +225,15 @@ def node_repair(*, claim: NodeClaim, health: NodeHealth, cluster: ClusterBackend
     pods = 0
     try:
         cluster.cordon(claim.node_name)
-        pods = sum(1 for p in cluster.pods_on_node(claim.node_name) if drainable(p))
+        # Karpenter sets the claim's termination time to now: its pods are deleted (no eviction, so no
+        # PodDisruptionBudget or do-not-disrupt annotation holds them) with no grace left, then the node goes.
+        for pod in cluster.pods_on_node(claim.node_name):
+            if drainable(pod):
+                meta = pod.get("metadata") or {}
+                cluster.delete_pod(meta.get("namespace") or "default", meta.get("name") or "", 0)
+                pods += 1
     except NodeNotFound:
         pass
-    # Deleting the Node is the force: its pods are deleted with it (no eviction, so no PodDisruptionBudget
-    # or do-not-disrupt annotation holds it) and their controllers recreate them pending.
     cluster.delete_node(claim.node_name)
     if claim.instance_id:
         cloud.terminate([claim.instance_id])
@@ -246,7 +249,7 @@ def node_repair(*, claim: NodeClaim, health: NodeHealth, cluster: ClusterBackend
         why=(f"Node {claim.node_name} repaired{forced}: condition {policy.text()} since {_since(condition)}, past its "
              f"{duration_text(policy.toleration)} toleration; NodeClaim {claim.name} force-terminated as Karpenter's "
              f"node repair does, without waiting for PodDisruptionBudgets, do-not-disrupt pods or disruption budgets: "
-             f"node deleted, instance {claim.instance_id or '(none)'} terminated, {pods} pod(s) to be recreated and "
+             f"{pods} pod(s) deleted, node deleted, instance {claim.instance_id or '(none)'} terminated, the pods to be recreated and "
              f"provisioned again"),
         details={"repair": REPAIRED, "node": claim.node_name, "condition": policy.condition_type,
                  "condition_label": _snake(policy.condition_type), "status": policy.condition_status.value,
