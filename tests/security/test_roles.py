@@ -27,7 +27,8 @@ UNSAFE = ("post", "put", "patch", "delete")
 # Values for the URL parameters: names and ids of the objects the fixture below creates, so a
 # missing check would really change something.
 SAMPLES = {"name": "general", "pk": "1", "namespace": "default", "app_label": "auth", "model_name": "user",
-           "object_id": "1", "content_type_id": "1", "url": "x", "version": "1", "format": "json", "path": "x"}
+           "object_id": "1", "content_type_id": "1", "url": "x", "version": "1", "format": "json", "path": "x",
+           "key": "default/headroom"}
 
 
 def _routes(resolver: URLResolver, prefix: str = "", namespace: str = "") -> Iterator[tuple[str, str]]:
@@ -58,7 +59,7 @@ def _state() -> str:
     digest = hashlib.sha256()
     for model in apps.get_models():
         if model._meta.app_label in {"fleet", "catalog", "control", "alerts", "whatif", "dashboards",
-                                     "simulation", "auth", "authtoken"} and model is not User:
+                                     "simulation", "buffers", "auth", "authtoken"} and model is not User:
             digest.update(serializers.serialize("json", model.objects.order_by("pk")).encode())
     digest.update(repr(list(User.objects.order_by("pk").values_list("username", "is_active", "is_staff",
                                                                     "is_superuser", "password"))).encode())
