@@ -13,6 +13,8 @@ memory-heavy, 10% CPU-heavy), so the whole `python -m packing plan` command can 
 from __future__ import annotations
 
 import argparse
+import itertools
+import json
 import random
 import sys
 import uuid
@@ -159,10 +161,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m packing.bench dump")
     p.add_argument("--pods", type=int, default=50_000)
     p.add_argument("--seed", type=int, default=7)
+    p.add_argument("--format", choices=("yaml", "json"), default="yaml", help="as `kubectl get -o yaml` or `-o json`")
     args = p.parse_args(argv)
     rnd = random.Random(args.seed)
     dumper: Any = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
     out = sys.stdout
+    if args.format == "json":
+        # one List, as `kubectl get nodepools,pods -A -o json` prints it: keys sorted, four-space indents
+        out.write('{\n    "apiVersion": "v1",\n    "items": [\n')
+        for i, obj in enumerate(itertools.chain([NODEPOOL], (pod_object(i, rnd) for i in range(args.pods)))):
+            text = json.dumps(obj, indent=4, sort_keys=True)
+            out.write(("" if i == 0 else ",\n") + "\n".join("        " + line for line in text.split("\n")))
+        out.write('\n    ],\n    "kind": "List",\n    "metadata": {\n        "resourceVersion": ""\n    }\n}\n')
+        return 0
     out.write(yaml.dump(NODEPOOL, Dumper=dumper, sort_keys=False))
     out.write("---\napiVersion: v1\nkind: List\nmetadata:\n  resourceVersion: \"\"\nitems:\n")
     for i in range(args.pods):

@@ -1,0 +1,189 @@
+"""Reading the objects of a text one at a time, so that a 50,000-pod `kubectl get -o yaml` or `-o json` dump is
+never held whole (as a node graph or as one tree of dicts): each `kind: List` item is read, handed on, dropped.
+
+:func:`stream_objects` yields what packing.documents.kubernetes_objects yields, for the texts it is sure of, and
+raises :class:`Declined` for any other (or for any problem): the caller then reads the text again with
+kubernetes_objects, which decides (and words every error). Being sure means:
+
+* JSON: one top-level object read key by key with the same decoder and checks as yamlinput.load_json (duplicate
+  keys, NaN, depth, lone surrogates); its `items` array element by element.
+* YAML: the text is split where kubectl's output can only be split — documents at `---` lines, a document's
+  top-level keys at lines that start in column 0, a List's items at `- ` lines in column 0 — and each piece is
+  read on its own by packing.kubectlyaml's reader for what kubectl prints, or else by yamlinput (the full
+  reader). A piece read on its own means what it means in the whole document when every piece reads cleanly
+  (a quoted scalar or flow collection running across a split leaves a piece unterminated, which is an error),
+  the text has no anchors (an alias limit is per document), no directives, no tabs or carriage returns.
+
+A List's `kind` comes after its `items` in kubectl's output (keys sorted), so items are yielded before the
+document is known to be a List; when it turns out not to be one, Declined says so after the fact.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+import yaml
+
+from packing import kubectlyaml, yamlinput
+from packing.documents import document_objects
+
+__all__ = ["Declined", "stream_objects"]
+
+
+class Declined(Exception):
+    """The streaming reader is not sure of this text: read it whole (packing.documents.kubernetes_objects)."""
+
+
+def stream_objects(text: str, filename: str) -> Iterator[tuple[str, str, Mapping[str, Any]]]:
+    """(where, prefix, object) of every Kubernetes object of `text`, as kubernetes_objects gives them; Declined
+    (possibly after some objects) when the text must be read whole, including when it has any problem."""
+    try:
+        if text.lstrip().startswith(("{", "[")):
+            yield from _json_objects(text, filename)
+        else:
+            yield from _yaml_objects(text, filename)
+    except (ValueError, RecursionError, yaml.YAMLError) as e:  # NotJson is a ValueError
+        raise Declined(str(e)[:80]) from None
+
+
+def _is_list(doc: Mapping[str, Any]) -> bool:
+    return "apiVersion" in doc and "kind" in doc and str(doc.get("kind", "")).endswith("List")
+
+
+def _item(where: str, i: int, item: Any) -> tuple[str, str, Mapping[str, Any]]:
+    if not isinstance(item, Mapping) or "apiVersion" not in item or "kind" not in item:
+        raise Declined("not a Kubernetes object")
+    return where, f"items[{i}].", item
+
+
+# ---------------------------------------------------------------- JSON
+_WS = re.compile(r"[ \t\n\r]*")
+_DECODER = json.JSONDecoder(object_pairs_hook=yamlinput.json_pairs, parse_constant=yamlinput.json_constant)
+
+
+def _json_objects(text: str, filename: str) -> Iterator[tuple[str, str, Mapping[str, Any]]]:
+    pos = _WS.match(text).end()  # type: ignore[union-attr]
+    if text[pos : pos + 1] != "{":
+        raise Declined("not one JSON object")
+    where = f"{filename}: document 1"
+    doc: dict[str, Any] = {}
+    count = -1  # items read, -1 while there is no `items` array
+    pos = _WS.match(text, pos + 1).end()  # type: ignore[union-attr]
+    if text[pos : pos + 1] == "}":
+        pos += 1
+    else:
+        while True:
+            if text[pos : pos + 1] != '"':
+                raise Declined("expected a key")
+            key, pos = _DECODER.raw_decode(text, pos)
+            yamlinput.check_json(key, 2)
+            pos = _WS.match(text, pos).end()  # type: ignore[union-attr]
+            if text[pos : pos + 1] != ":" or key in doc:
+                raise Declined("expected ':' or a key given twice")
+            pos = _WS.match(text, pos + 1).end()  # type: ignore[union-attr]
+            if key == "items" and text[pos : pos + 1] == "[":
+                doc[key] = None
+                count = 0
+                pos = _WS.match(text, pos + 1).end()  # type: ignore[union-attr]
+                if text[pos : pos + 1] == "]":
+                    pos += 1
+                else:
+                    while True:
+                        value, pos = _DECODER.raw_decode(text, pos)
+                        yamlinput.check_json(value, 3)
+                        yield _item(where, count, value)
+                        count += 1
+                        pos = _WS.match(text, pos).end()  # type: ignore[union-attr]
+                        sep = text[pos : pos + 1]
+                        pos = _WS.match(text, pos + 1).end()  # type: ignore[union-attr]
+                        if sep == "]":
+                            break
+                        if sep != ",":
+                            raise Declined("expected ',' or ']'")
+            else:
+                doc[key], pos = _DECODER.raw_decode(text, pos)
+                yamlinput.check_json(doc[key], 2)
+            pos = _WS.match(text, pos).end()  # type: ignore[union-attr]
+            sep = text[pos : pos + 1]
+            pos = _WS.match(text, pos + 1).end()  # type: ignore[union-attr]
+            if sep == "}":
+                break
+            if sep != ",":
+                raise Declined("expected ',' or '}'")
+    if _WS.match(text, pos).end() != len(text):  # type: ignore[union-attr]
+        raise Declined("extra data")
+    if count < 0:
+        for prefix, item in document_objects(doc, where):
+            yield where, prefix, item
+    elif not _is_list(doc):
+        raise Declined("items, but not a List")
+
+
+# ---------------------------------------------------------------- YAML
+# what the splitting cannot vouch for: tabs, carriage returns, directives, document markers with more on the
+# line, `...`, characters libyaml refuses (all but printable Unicode), and anchors (`&` where a node may start)
+_UNSURE = re.compile(
+    r"[\t\r\ufeff]|^%|^---[^\n]|^\.\.\.|(?:^|[\s\[{,:])&"
+    r"|[^\n\x20-\x7e\x85\xa0-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]",
+    re.M,
+)
+_SEPARATOR = re.compile(r"^---$\n?", re.M)
+_COLUMN0 = re.compile(r"^(?=[^ \n])", re.M)
+
+
+def _yaml_objects(text: str, filename: str) -> Iterator[tuple[str, str, Mapping[str, Any]]]:
+    if _UNSURE.search(text):
+        raise Declined("a text the splitting cannot vouch for")
+    pieces = _SEPARATOR.split(text)
+    if not pieces[0].strip(" \n"):
+        pieces = pieces[1:]  # nothing before the first `---`: no document there
+    for index, piece in enumerate(pieces, 1):
+        if not piece.strip(" \n"):
+            continue  # an empty document (None): counted, not read
+        yield from _yaml_document(piece, f"{filename}: document {index}")
+
+
+def _yaml_document(piece: str, where: str) -> Iterator[tuple[str, str, Mapping[str, Any]]]:
+    starts = [m.start() for m in _COLUMN0.finditer(piece)]
+    if not starts or starts[0] != 0 or piece.startswith(("- ", "-\n")) or "\nitems:\n- " not in "\n" + piece:
+        doc = yamlinput.load_one(piece)  # not a List as kubectl prints one: read it whole
+        for prefix, item in document_objects(doc, where):
+            yield where, prefix, item
+        return
+    starts.append(len(piece))
+    doc: dict[str, Any] = {}
+    count = -1  # -1: before `items:`; then the items read
+    for a, b in zip(starts, starts[1:], strict=False):
+        chunk = piece[a:b]
+        if chunk.startswith(("- ", "-\n")):
+            if count < 0:
+                raise Declined("a sequence item outside items")
+            yield _item(where, count, _read_item(chunk))
+            count += 1
+            continue
+        if count >= 0:
+            count = -2  # the items are over: another key follows
+        if chunk == "items:\n" and "items" not in doc:
+            doc["items"] = None
+            count = 0
+            continue
+        part = yamlinput.load_one(chunk)
+        if not isinstance(part, dict) or len(part) != 1:
+            raise Declined("a top-level piece that is not one key")
+        ((key, value),) = part.items()
+        if key in doc:
+            raise Declined("a key given twice")
+        doc[key] = value
+    if "items" not in doc or not _is_list(doc):
+        raise Declined("items, but not a List")
+
+
+def _read_item(chunk: str) -> Any:
+    """One `- ` item of a List's items, read as it reads in its document (at the same depth)."""
+    value = kubectlyaml.read_item(chunk)
+    if value is kubectlyaml.UNSURE:
+        value = yamlinput.load_one("x:\n" + chunk)["x"][0]
+    return value
