@@ -91,7 +91,7 @@ _keys: dict[str, str] = {}
 
 
 def _key_of(text: str) -> str:
-    if len(text) > _KEY_LIMIT or text[0] in _NOT_PLAIN_START or text[-1] == " " or " #" in text:
+    if not text or len(text) > _KEY_LIMIT or text[0] in _NOT_PLAIN_START or text[-1] == " " or " #" in text:
         raise _Unsure
     key = _plain(text)
     if isinstance(key, str):
@@ -314,4 +314,6 @@ def read_item(chunk: str, memo: _Memo | None = None) -> Any:
             return UNSURE
         return items[0]
     except _Unsure:
+        return UNSURE
+    except Exception:  # noqa: BLE001 - a case the reader did not foresee: the full reader decides
         return UNSURE

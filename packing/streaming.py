@@ -123,37 +123,55 @@ def _json_objects(text: str, filename: str) -> Iterator[tuple[str, str, Mapping[
 
 
 # ---------------------------------------------------------------- YAML
-# what the splitting cannot vouch for: tabs, carriage returns, directives, document markers with more on the
-# line, `...`, characters libyaml refuses (all but printable Unicode), and anchors (`&` where a node may start)
-_UNSURE = re.compile(
-    r"[\t\r\ufeff]|^%|^---[^\n]|^\.\.\.|(?:^|[\s\[{,:])&"
-    r"|[^\n\x20-\x7e\x85\xa0-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]",
-    re.M,
-)
-_SEPARATOR = re.compile(r"^---$\n?", re.M)
-_COLUMN0 = re.compile(r"^(?=[^ \n])", re.M)
+# what the splitting cannot vouch for: tabs, carriage returns, a byte-order mark, characters libyaml refuses (all
+# but printable Unicode), directives, `...`, document markers with more on their line, and anchors (`&` where a
+# node may start). Checked with searches that scan in C: one regular expression with all of it was slow.
+_NOT_PRINTABLE = re.compile(r"[^\n\x20-\x7e\x85\xa0-\ud7ff\ue000-\ufefe\uff00-\ufffd\U00010000-\U0010ffff]")
+_ANCHOR = re.compile(r"(?:^|[\s\[{,:])&", re.M)
+_COLUMN0 = re.compile(r"\n(?=[^ \n])")
+
+
+def _pieces(text: str) -> list[str]:
+    """The documents' texts, split at `---` lines; Declined for what the splitting cannot vouch for."""
+    if _NOT_PRINTABLE.search(text) or "\n%" in text or "\n..." in text or text.startswith(("%", "...")):
+        raise Declined("a text the splitting cannot vouch for")
+    if "&" in text and _ANCHOR.search(text):
+        raise Declined("anchors")
+    pieces: list[str] = []
+    start = 0
+    pos = 0 if text.startswith("---") else text.find("\n---")
+    while pos >= 0:
+        marker = pos if pos == 0 and text.startswith("---") else pos + 1
+        after = marker + 3
+        if after < len(text) and text[after] != "\n":
+            raise Declined("a document marker with more on its line")
+        pieces.append(text[start:marker])
+        start = after + 1
+        pos = text.find("\n---", after)
+    pieces.append(text[start:])
+    return pieces
 
 
 def _yaml_objects(text: str, filename: str) -> Iterator[tuple[str, str, Mapping[str, Any]]]:
-    if _UNSURE.search(text):
-        raise Declined("a text the splitting cannot vouch for")
-    pieces = _SEPARATOR.split(text)
+    pieces = _pieces(text)
+    reader = kubectlyaml.ItemReader()
     if not pieces[0].strip(" \n"):
         pieces = pieces[1:]  # nothing before the first `---`: no document there
     for index, piece in enumerate(pieces, 1):
         if not piece.strip(" \n"):
             continue  # an empty document (None): counted, not read
-        yield from _yaml_document(piece, f"{filename}: document {index}")
+        yield from _yaml_document(piece, f"{filename}: document {index}", reader)
 
 
-def _yaml_document(piece: str, where: str) -> Iterator[tuple[str, str, Mapping[str, Any]]]:
-    starts = [m.start() for m in _COLUMN0.finditer(piece)]
-    if not starts or starts[0] != 0 or piece.startswith(("- ", "-\n")) or "\nitems:\n- " not in "\n" + piece:
-        doc = yamlinput.load_one(piece)  # not a List as kubectl prints one: read it whole
-        for prefix, item in document_objects(doc, where):
+def _yaml_document(
+    piece: str, where: str, reader: kubectlyaml.ItemReader
+) -> Iterator[tuple[str, str, Mapping[str, Any]]]:
+    if piece[0] == " " or piece.startswith(("- ", "-\n")) or "\nitems:\n- " not in "\n" + piece:
+        whole = yamlinput.load_one(piece)  # not a List as kubectl prints one: read it whole
+        for prefix, item in document_objects(whole, where):
             yield where, prefix, item
         return
-    starts.append(len(piece))
+    starts = [0, *(m.start() + 1 for m in _COLUMN0.finditer(piece)), len(piece)]
     doc: dict[str, Any] = {}
     count = -1  # -1: before `items:`; then the items read
     for a, b in zip(starts, starts[1:], strict=False):
@@ -161,7 +179,7 @@ def _yaml_document(piece: str, where: str) -> Iterator[tuple[str, str, Mapping[s
         if chunk.startswith(("- ", "-\n")):
             if count < 0:
                 raise Declined("a sequence item outside items")
-            yield _item(where, count, _read_item(chunk))
+            yield _item(where, count, _read_item(chunk, reader))
             count += 1
             continue
         if count >= 0:
@@ -181,9 +199,9 @@ def _yaml_document(piece: str, where: str) -> Iterator[tuple[str, str, Mapping[s
         raise Declined("items, but not a List")
 
 
-def _read_item(chunk: str) -> Any:
+def _read_item(chunk: str, reader: kubectlyaml.ItemReader) -> Any:
     """One `- ` item of a List's items, read as it reads in its document (at the same depth)."""
-    value = kubectlyaml.read_item(chunk)
+    value = reader.read(chunk)
     if value is kubectlyaml.UNSURE:
         value = yamlinput.load_one("x:\n" + chunk)["x"][0]
     return value
