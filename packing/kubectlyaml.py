@@ -119,29 +119,27 @@ class _Reader:
         if lines[-1] == "":
             lines.pop()
         self.lines = lines
-        self.indents = [len(s) - len(s.lstrip(" ")) for s in lines]
+        self.texts = texts = [s.lstrip(" ") for s in lines]  # each line from its first non-space
+        self.indents = [len(s) - len(t) for s, t in zip(lines, texts, strict=True)]
+        # the lines that are a sequence entry (`- ...` or a lone `-`)
+        self.dashes = {i for i, t in enumerate(texts) if t[:2] == "- " or t == "-"}
         self.pos = 0
         self.n = len(lines)
 
     def _next_indent(self) -> int:
         return self.indents[self.pos] if self.pos < self.n else -1
 
-    def _dash(self, i: int) -> bool:
-        s = self.lines[i]
-        ind = self.indents[i]
-        return s.startswith("- ", ind) or len(s) == ind + 1 and s[ind] == "-"
-
     def block(self, ind: int, depth: int) -> Any:
         if depth > _DEPTH_LIMIT:
             raise _Unsure
-        if self._dash(self.pos):
+        if self.pos in self.dashes:
             return self.sequence(ind, depth)
-        return self.mapping(ind, self.lines[self.pos][ind:], depth)
+        return self.mapping(ind, self.texts[self.pos], depth)
 
     def mapping(self, ind: int, text: str, depth: int) -> dict[str, Any]:
         """A block mapping at column `ind`; `text` is its first line from there (after a `- `, perhaps)."""
         out: dict[str, Any] = {}
-        lines, indents = self.lines, self.indents
+        texts, indents = self.texts, self.indents
         while True:
             cut = text.find(": ")
             if cut >= 0:
@@ -157,7 +155,7 @@ class _Reader:
                 out[key] = self.scalar(rest, ind)
             else:
                 nxt = self._next_indent()
-                if nxt > ind or nxt == ind and self._dash(self.pos):
+                if nxt > ind or nxt == ind and self.pos in self.dashes:
                     out[key] = self.memo_block(ind, nxt, depth + 1)
                 else:
                     out[key] = None
@@ -166,15 +164,16 @@ class _Reader:
             nxt = indents[self.pos]
             if nxt < ind:
                 return out
-            if nxt > ind or self._dash(self.pos):
+            if nxt > ind or self.pos in self.dashes:
                 raise _Unsure
-            text = lines[self.pos][ind:]
+            text = texts[self.pos]
 
     def memo_block(self, ind: int, nxt: int, depth: int) -> Any:
         """The block value of a key at column `ind` (its first line at column `nxt`), remembered by its text."""
         start = j = self.pos
         indents, n = self.indents, self.n
-        while j < n and (indents[j] > ind or indents[j] == ind and self._dash(j)):
+        dashes = self.dashes
+        while j < n and (indents[j] > ind or indents[j] == ind and j in dashes):
             j += 1
         if j - start < 2:
             return self.block(nxt, depth)
@@ -193,7 +192,7 @@ class _Reader:
     def sequence(self, ind: int, depth: int) -> list[Any]:
         out: list[Any] = []
         lines = self.lines
-        while self.pos < self.n and self.indents[self.pos] == ind and self._dash(self.pos):
+        while self.pos < self.n and self.indents[self.pos] == ind and self.pos in self.dashes:
             line = lines[self.pos]
             rest = line[ind + 1 :].lstrip(" ")
             if not rest:
@@ -219,7 +218,7 @@ class _Reader:
         """The lines after a scalar's first one that belong to it (indented more than `ind`), stripped."""
         more: list[str] = []
         while self.pos < self.n and self.indents[self.pos] > ind:
-            more.append(self.lines[self.pos].strip(" "))
+            more.append(self.texts[self.pos].rstrip(" "))
             self.pos += 1
         return more
 
