@@ -20,6 +20,7 @@ from packing.fields import InputError, cut
 __all__ = [
     "DEFAULT_MAX_INPUT_BYTES",
     "ByteBudget",
+    "document_objects",
     "documents",
     "kubernetes_objects",
     "object_label",
@@ -71,25 +72,30 @@ def kubernetes_objects(text: str, filename: str) -> Iterator[tuple[str, str, Map
     `where` names the file and document, `prefix` the item inside a List — the parts of an error message."""
     for index, doc in documents(text, filename):
         where = f"{filename}: document {index}"
-        if not isinstance(doc, Mapping) or "apiVersion" not in doc or "kind" not in doc:
-            missing = "apiVersion" if not isinstance(doc, Mapping) or "apiVersion" not in doc else "kind"
-            raise InputError(f"{where}: {missing}: not a Kubernetes object (needs apiVersion and kind)")
-        items: Sequence[tuple[str, Any]]
-        if doc.get("kind") == "List" or str(doc.get("kind", "")).endswith("List") and "items" in doc:
-            raw = doc.get("items")
-            if raw is None:
-                raw = []
-            if not isinstance(raw, list):
-                raise InputError(f"{where}: items: must be a list")
-            items = [(f"items[{i}].", it) for i, it in enumerate(raw)]
-        else:
-            items = [("", doc)]
-        for prefix, item in items:
-            if not isinstance(item, Mapping) or "apiVersion" not in item or "kind" not in item:
-                raise InputError(
-                    f"{where}: {prefix or ''}apiVersion: not a Kubernetes object (needs apiVersion and kind)"
-                )
+        for prefix, item in document_objects(doc, where):
             yield where, prefix, item
+
+
+def document_objects(doc: Any, where: str) -> Iterator[tuple[str, Mapping[str, Any]]]:
+    """The Kubernetes objects of one document (`where` names it in messages): itself, or a List's items, each
+    with its prefix ("items[3]." or ""); InputError when the document or an item is not an object."""
+    if not isinstance(doc, Mapping) or "apiVersion" not in doc or "kind" not in doc:
+        missing = "apiVersion" if not isinstance(doc, Mapping) or "apiVersion" not in doc else "kind"
+        raise InputError(f"{where}: {missing}: not a Kubernetes object (needs apiVersion and kind)")
+    items: Sequence[tuple[str, Any]]
+    if doc.get("kind") == "List" or str(doc.get("kind", "")).endswith("List") and "items" in doc:
+        raw = doc.get("items")
+        if raw is None:
+            raw = []
+        if not isinstance(raw, list):
+            raise InputError(f"{where}: items: must be a list")
+        items = [(f"items[{i}].", it) for i, it in enumerate(raw)]
+    else:
+        items = [("", doc)]
+    for prefix, item in items:
+        if not isinstance(item, Mapping) or "apiVersion" not in item or "kind" not in item:
+            raise InputError(f"{where}: {prefix or ''}apiVersion: not a Kubernetes object (needs apiVersion and kind)")
+        yield prefix, item
 
 
 def object_label(item: Mapping[str, Any], limit: int | None = 60) -> str:

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import dataclasses
 import sys
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -35,6 +35,7 @@ from packing.fields import (
     resources,
     str_map,
 )
+from packing.gcpause import gc_paused
 from packing.instancetype import InstanceType, Offering
 from packing.nodepool import (
     HOSTNAME_LABEL,
@@ -50,6 +51,7 @@ from packing.pods import IgnoredPod, LabelSelector, Pod
 from packing.podspec import label_selector, parse_pod_spec, requirement, scheduling_gates, taints
 from packing.requirements import Requirement, Requirements
 from packing.resources import Resources
+from packing.streaming import Declined, stream_objects
 from packing.yamlinput import brief
 
 __all__ = [
@@ -466,9 +468,26 @@ def parse_documents(text: str, filename: str, out: Inputs, *, also: ObjectReader
     first bad one.
 
     `also` reads more of each object (the disruption extras) in the same pass. Its problems are reported only
-    when every object of the text could be read (as if it read the text after this parser), the first one."""
+    when every object of the text could be read (as if it read the text after this parser), the first one.
+
+    The text is read one object at a time (packing.streaming) when it can be; on any problem, or a text the
+    streaming reader is not sure of, `out` is put back as it was and the text is read whole, which decides and
+    words every error exactly as it always has."""
+    before = _snapshot(out)
+    try:
+        with gc_paused():  # the objects are trees: no cycles to find (gcpause.py)
+            _read_objects(stream_objects(text, filename), out, also)
+        return
+    except (Declined, InputError):
+        _restore(out, before)
+    _read_objects(kubernetes_objects(text, filename), out, also)
+
+
+def _read_objects(
+    objects: Iterator[tuple[str, str, Mapping[str, Any]]], out: Inputs, also: ObjectReader | None
+) -> None:
     deferred: InputError | None = None
-    for where, prefix, item in kubernetes_objects(text, filename):
+    for where, prefix, item in objects:
         label = object_label(item)
         try:
             add_object(item, out, f"{where}{label}: {prefix}")
@@ -482,6 +501,27 @@ def parse_documents(text: str, filename: str, out: Inputs, *, also: ObjectReader
                 deferred = InputError(f"{where}{object_label(item, None)}: {e.path}: {e.message}")
     if deferred is not None:
         raise deferred
+
+
+def _snapshot(out: Inputs) -> dict[str, Any]:
+    """What `out` holds, one level deep (its lists and dicts copied): readers only append and set entries."""
+    state = {}
+    for f in dataclasses.fields(out):
+        value = getattr(out, f.name)
+        state[f.name] = value.copy() if isinstance(value, list | dict | set) else value
+    return state
+
+
+def _restore(out: Inputs, state: dict[str, Any]) -> None:
+    for name, value in state.items():
+        current = getattr(out, name)
+        if isinstance(current, list) and isinstance(value, list):
+            current[:] = value  # in place: a caller may hold the list
+        elif isinstance(current, dict | set) and type(current) is type(value):
+            current.clear()
+            current.update(value)
+        else:
+            setattr(out, name, value)
 
 
 def load_files(

@@ -63,8 +63,8 @@ def main(
         )
         return 1
     if args.output == "json":
-        json.dump(render_json(res, inp.ignored), stdout, indent=2)
-        stdout.write("\n")
+        # one write: json.dump writes each of a large plan's hundreds of thousands of pieces on its own
+        stdout.write(json.dumps(render_json(res, inp.ignored), indent=2) + "\n")
     else:
         render_text(res, stdout, inp.ignored)
     return 0

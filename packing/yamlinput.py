@@ -34,6 +34,9 @@ __all__ = [
     "NotJson",
     "YamlInputError",
     "brief",
+    "check_json",
+    "json_constant",
+    "json_pairs",
     "load_all",
     "load_json",
     "load_one",
@@ -317,14 +320,16 @@ def load_one(text: str) -> Any:
     return first
 
 
-def _pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+def json_pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """json's object_pairs_hook for load_json: a key given twice is NotJson."""
     out = dict(pairs)
     if len(out) != len(pairs):
         raise NotJson("duplicate key")
     return out
 
 
-def _constant(name: str) -> Any:
+def json_constant(name: str) -> Any:
+    """json's parse_constant for load_json: NaN and Infinity are NotJson."""
     raise NotJson(name)
 
 
@@ -332,10 +337,17 @@ def load_json(text: str) -> Any:
     """Plain JSON, fast; NotJson for anything the YAML reader must judge (syntax errors, duplicate keys, NaN,
     nesting beyond MAX_DEPTH, lone surrogates): read that text with load_all for the exact message."""
     try:
-        data = json.loads(text, object_pairs_hook=_pairs, parse_constant=_constant)
+        data = json.loads(text, object_pairs_hook=json_pairs, parse_constant=json_constant)
     except (ValueError, RecursionError) as e:
         raise NotJson(str(e)[:80]) from None
-    stack: list[tuple[Any, int]] = [(data, 1)]
+    check_json(data)
+    return data
+
+
+def check_json(data: Any, depth: int = 1) -> None:
+    """NotJson unless a value json decoded (at `depth` in its document, the root being 1) is what the YAML
+    reader would make of the same text: nested at most MAX_DEPTH levels, no lone surrogates."""
+    stack: list[tuple[Any, int]] = [(data, depth)]
     while stack:
         value, depth = stack.pop()
         if depth > MAX_DEPTH:
@@ -347,9 +359,8 @@ def load_json(text: str) -> Any:
             stack.extend((v, depth + 1) for v in value.values() if isinstance(v, dict | list | str))
         elif isinstance(value, list):
             stack.extend((v, depth + 1) for v in value if isinstance(v, dict | list | str))
-        elif not value.isascii():
+        elif isinstance(value, str) and not value.isascii():
             _encodable(value)
-    return data
 
 
 def _encodable(text: str) -> None:

@@ -1,18 +1,22 @@
-"""`python -m packing.bench dump [--pods N] [--seed S]`: a `kubectl get pods -o yaml`-style dump for timing.
+"""`python -m packing.bench dump [--pods N] [--seed S] [--format yaml|json]`: a `kubectl get pods -o yaml`-style dump for timing.
 
 Prints two YAML documents: a NodePool (linux, spot or on-demand) and a `kind: List` of N pending pods as the API
-server returns them (metadata with uid, labels, ownerReferences and managedFields-free annotations; one container
-with image, ports, env, probes and resources; the default not-ready/unreachable tolerations; a Pending status with
-a PodScheduled=False condition). Requests follow the benchmark's mixed-shape family (70% web-sized, 20%
+server returns them and kubectl prints them (keys sorted, so `items` before `kind`; long strings folded; metadata
+with uid, labels, ownerReferences, annotations and the managedFields of the ReplicaSet controller and the
+scheduler; one container with image, ports, env, probes and resources; the default not-ready/unreachable
+tolerations; a Pending status with a PodScheduled=False condition and the scheduler's message). With
+`--format json`, one List holding the NodePool and the pods, as `kubectl get nodepools,pods -A -o json` prints. Requests follow the benchmark's mixed-shape family (70% web-sized, 20%
 memory-heavy, 10% CPU-heavy), so the whole `python -m packing plan` command can be timed on it, reading included:
 
     python -m packing.bench dump --pods 50000 > /tmp/x.yaml
-    /usr/bin/time -v python -m packing plan /tmp/x.yaml --output json > /dev/null
+    /usr/bin/time -v python -m packing plan /tmp/x.yaml --max-input-bytes 0 --output json > /dev/null
 """
 
 from __future__ import annotations
 
 import argparse
+import itertools
+import json
 import random
 import sys
 import uuid
@@ -50,6 +54,56 @@ def _quantity_mem(millibytes: int) -> str:
     return f"{mib // 1024}Gi" if mib % 1024 == 0 else f"{mib}Mi"
 
 
+def _fields(*names: str) -> dict[str, Any]:
+    return {".": {}, **{f"f:{n}": {} for n in names}}
+
+
+def managed_fields(owner_uid: str, ts: str) -> list[dict[str, Any]]:
+    """What the API server records of who set which fields: the ReplicaSet controller (metadata and spec) and
+    the scheduler (the PodScheduled condition, on the status subresource)."""
+    container = {
+        **_fields("image", "imagePullPolicy", "name", "terminationMessagePath", "terminationMessagePolicy"),
+        "f:env": {".": {}, 'k:{"name":"APP"}': _fields("name", "value"),
+                  'k:{"name":"POD_NAME"}': {**_fields("name"), "f:valueFrom": {".": {}, "f:fieldRef": {}}}},
+        "f:ports": {".": {}, 'k:{"containerPort":8080,"protocol":"TCP"}': _fields("containerPort", "name", "protocol")},
+        "f:readinessProbe": {**_fields("failureThreshold", "periodSeconds", "successThreshold", "timeoutSeconds"),
+                             "f:httpGet": _fields("path", "port", "scheme")},
+        "f:resources": {".": {}, "f:limits": _fields("memory"), "f:requests": _fields("cpu", "memory")},
+    }
+    return [
+        {
+            "apiVersion": "v1",
+            "fieldsType": "FieldsV1",
+            "fieldsV1": {
+                "f:metadata": {
+                    "f:annotations": _fields("kubectl.kubernetes.io/restartedAt"),
+                    "f:generateName": {},
+                    "f:labels": _fields("app", "pod-template-hash", "team"),
+                    "f:ownerReferences": {".": {}, f'k:{{"uid":"{owner_uid}"}}': {}},
+                },
+                "f:spec": {
+                    "f:containers": {'k:{"name":"main"}': container},
+                    **{f"f:{k}": {} for k in ("dnsPolicy", "enableServiceLinks", "restartPolicy", "schedulerName",
+                                              "securityContext", "terminationGracePeriodSeconds")},
+                },
+            },
+            "manager": "kube-controller-manager",
+            "operation": "Update",
+            "time": ts,
+        },
+        {
+            "apiVersion": "v1",
+            "fieldsType": "FieldsV1",
+            "fieldsV1": {"f:status": {"f:conditions": {".": {}, 'k:{"type":"PodScheduled"}': _fields(
+                "lastProbeTime", "lastTransitionTime", "message", "reason", "status", "type")}}},
+            "manager": "kube-scheduler",
+            "operation": "Update",
+            "subresource": "status",
+            "time": ts,
+        },
+    ]
+
+
 def pod_object(i: int, rnd: random.Random) -> dict[str, Any]:
     req = mixed_request(rnd)
     app = f"app-{i % 200}"
@@ -70,6 +124,7 @@ def pod_object(i: int, rnd: random.Random) -> dict[str, Any]:
             "generateName": f"{rs}-",
             "labels": {"app": app, "pod-template-hash": rs.rsplit("-", 1)[1], "team": ns},
             "annotations": {"kubectl.kubernetes.io/restartedAt": ts},
+            "managedFields": managed_fields(str(uuid.UUID(int=(i % 200) + 1)), ts),
             "ownerReferences": [
                 {
                     "apiVersion": "apps/v1",
@@ -146,7 +201,8 @@ def pod_object(i: int, rnd: random.Random) -> dict[str, Any]:
                     "type": "PodScheduled",
                     "status": "False",
                     "reason": "Unschedulable",
-                    "message": "0/3 nodes are available: 3 Insufficient cpu.",
+                    "message": "0/3 nodes are available: 3 Insufficient cpu. preemption: 0/3 nodes are available: 3 No "
+                    "preemption victims found for incoming pod.",
                     "lastProbeTime": None,
                     "lastTransitionTime": ts,
                 }
@@ -159,13 +215,23 @@ def main(argv: Sequence[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m packing.bench dump")
     p.add_argument("--pods", type=int, default=50_000)
     p.add_argument("--seed", type=int, default=7)
+    p.add_argument("--format", choices=("yaml", "json"), default="yaml", help="as `kubectl get -o yaml` or `-o json`")
     args = p.parse_args(argv)
     rnd = random.Random(args.seed)
     dumper: Any = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
     out = sys.stdout
-    out.write(yaml.dump(NODEPOOL, Dumper=dumper, sort_keys=False))
-    out.write("---\napiVersion: v1\nkind: List\nmetadata:\n  resourceVersion: \"\"\nitems:\n")
+    if args.format == "json":
+        # one List, as `kubectl get nodepools,pods -A -o json` prints it: keys sorted, four-space indents
+        out.write('{\n    "apiVersion": "v1",\n    "items": [\n')
+        for i, obj in enumerate(itertools.chain([NODEPOOL], (pod_object(i, rnd) for i in range(args.pods)))):
+            text = json.dumps(obj, indent=4, sort_keys=True)
+            out.write(("" if i == 0 else ",\n") + "\n".join("        " + line for line in text.split("\n")))
+        out.write('\n    ],\n    "kind": "List",\n    "metadata": {\n        "resourceVersion": ""\n    }\n}\n')
+        return 0
+    # as kubectl prints: keys sorted (so a List's items come before its kind), long strings folded at 80 columns
+    out.write(yaml.dump(NODEPOOL, Dumper=dumper))
+    out.write("---\napiVersion: v1\nitems:\n")
     for i in range(args.pods):
-        text = yaml.dump([pod_object(i, rnd)], Dumper=dumper, sort_keys=False, width=1000)
-        out.write(text)
+        out.write(yaml.dump([pod_object(i, rnd)], Dumper=dumper))
+    out.write('kind: List\nmetadata:\n  resourceVersion: ""\n')
     return 0

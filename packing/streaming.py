@@ -1,0 +1,207 @@
+"""Reading the objects of a text one at a time, so that a 50,000-pod `kubectl get -o yaml` or `-o json` dump is
+never held whole (as a node graph or as one tree of dicts): each `kind: List` item is read, handed on, dropped.
+
+:func:`stream_objects` yields what packing.documents.kubernetes_objects yields, for the texts it is sure of, and
+raises :class:`Declined` for any other (or for any problem): the caller then reads the text again with
+kubernetes_objects, which decides (and words every error). Being sure means:
+
+* JSON: one top-level object read key by key with the same decoder and checks as yamlinput.load_json (duplicate
+  keys, NaN, depth, lone surrogates); its `items` array element by element.
+* YAML: the text is split where kubectl's output can only be split — documents at `---` lines, a document's
+  top-level keys at lines that start in column 0, a List's items at `- ` lines in column 0 — and each piece is
+  read on its own by packing.kubectlyaml's reader for what kubectl prints, or else by yamlinput (the full
+  reader). A piece read on its own means what it means in the whole document when every piece reads cleanly
+  (a quoted scalar or flow collection running across a split leaves a piece unterminated, which is an error),
+  the text has no anchors (an alias limit is per document), no directives, no tabs or carriage returns.
+
+A List's `kind` comes after its `items` in kubectl's output (keys sorted), so items are yielded before the
+document is known to be a List; when it turns out not to be one, Declined says so after the fact.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+import yaml
+
+from packing import kubectlyaml, yamlinput
+from packing.documents import document_objects
+
+__all__ = ["Declined", "stream_objects"]
+
+
+class Declined(Exception):
+    """The streaming reader is not sure of this text: read it whole (packing.documents.kubernetes_objects)."""
+
+
+def stream_objects(text: str, filename: str) -> Iterator[tuple[str, str, Mapping[str, Any]]]:
+    """(where, prefix, object) of every Kubernetes object of `text`, as kubernetes_objects gives them; Declined
+    (possibly after some objects) when the text must be read whole, including when it has any problem."""
+    try:
+        if text.lstrip().startswith(("{", "[")):
+            yield from _json_objects(text, filename)
+        else:
+            yield from _yaml_objects(text, filename)
+    except (ValueError, RecursionError, yaml.YAMLError) as e:  # NotJson is a ValueError
+        raise Declined(str(e)[:80]) from None
+
+
+def _is_list(doc: Mapping[str, Any]) -> bool:
+    return "apiVersion" in doc and "kind" in doc and str(doc.get("kind", "")).endswith("List")
+
+
+def _item(where: str, i: int, item: Any) -> tuple[str, str, Mapping[str, Any]]:
+    if not isinstance(item, Mapping) or "apiVersion" not in item or "kind" not in item:
+        raise Declined("not a Kubernetes object")
+    return where, f"items[{i}].", item
+
+
+# ---------------------------------------------------------------- JSON
+_WS = re.compile(r"[ \t\n\r]*")
+_DECODER = json.JSONDecoder(object_pairs_hook=yamlinput.json_pairs, parse_constant=yamlinput.json_constant)
+
+
+def _json_objects(text: str, filename: str) -> Iterator[tuple[str, str, Mapping[str, Any]]]:
+    pos = _WS.match(text).end()  # type: ignore[union-attr]
+    if text[pos : pos + 1] != "{":
+        raise Declined("not one JSON object")
+    where = f"{filename}: document 1"
+    doc: dict[str, Any] = {}
+    count = -1  # items read, -1 while there is no `items` array
+    pos = _WS.match(text, pos + 1).end()  # type: ignore[union-attr]
+    if text[pos : pos + 1] == "}":
+        pos += 1
+    else:
+        while True:
+            if text[pos : pos + 1] != '"':
+                raise Declined("expected a key")
+            key, pos = _DECODER.raw_decode(text, pos)
+            yamlinput.check_json(key, 2)
+            pos = _WS.match(text, pos).end()  # type: ignore[union-attr]
+            if text[pos : pos + 1] != ":" or key in doc:
+                raise Declined("expected ':' or a key given twice")
+            pos = _WS.match(text, pos + 1).end()  # type: ignore[union-attr]
+            if key == "items" and text[pos : pos + 1] == "[":
+                doc[key] = None
+                count = 0
+                pos = _WS.match(text, pos + 1).end()  # type: ignore[union-attr]
+                if text[pos : pos + 1] == "]":
+                    pos += 1
+                else:
+                    while True:
+                        value, pos = _DECODER.raw_decode(text, pos)
+                        yamlinput.check_json(value, 3)
+                        yield _item(where, count, value)
+                        count += 1
+                        pos = _WS.match(text, pos).end()  # type: ignore[union-attr]
+                        sep = text[pos : pos + 1]
+                        pos = _WS.match(text, pos + 1).end()  # type: ignore[union-attr]
+                        if sep == "]":
+                            break
+                        if sep != ",":
+                            raise Declined("expected ',' or ']'")
+            else:
+                doc[key], pos = _DECODER.raw_decode(text, pos)
+                yamlinput.check_json(doc[key], 2)
+            pos = _WS.match(text, pos).end()  # type: ignore[union-attr]
+            sep = text[pos : pos + 1]
+            pos = _WS.match(text, pos + 1).end()  # type: ignore[union-attr]
+            if sep == "}":
+                break
+            if sep != ",":
+                raise Declined("expected ',' or '}'")
+    if _WS.match(text, pos).end() != len(text):  # type: ignore[union-attr]
+        raise Declined("extra data")
+    if count < 0:
+        for prefix, item in document_objects(doc, where):
+            yield where, prefix, item
+    elif not _is_list(doc):
+        raise Declined("items, but not a List")
+
+
+# ---------------------------------------------------------------- YAML
+# what the splitting cannot vouch for: tabs, carriage returns, a byte-order mark, characters libyaml refuses (all
+# but printable Unicode), directives, `...`, document markers with more on their line, and anchors (`&` where a
+# node may start). Checked with searches that scan in C: one regular expression with all of it was slow.
+_NOT_PRINTABLE = re.compile(r"[^\n\x20-\x7e\x85\xa0-\ud7ff\ue000-\ufefe\uff00-\ufffd\U00010000-\U0010ffff]")
+_ANCHOR = re.compile(r"(?:^|[\s\[{,:])&", re.M)
+_COLUMN0 = re.compile(r"\n(?=[^ \n])")
+
+
+def _pieces(text: str) -> list[str]:
+    """The documents' texts, split at `---` lines; Declined for what the splitting cannot vouch for."""
+    if _NOT_PRINTABLE.search(text) or "\n%" in text or "\n..." in text or text.startswith(("%", "...")):
+        raise Declined("a text the splitting cannot vouch for")
+    if "&" in text and _ANCHOR.search(text):
+        raise Declined("anchors")
+    pieces: list[str] = []
+    start = 0
+    pos = 0 if text.startswith("---") else text.find("\n---")
+    while pos >= 0:
+        marker = pos if pos == 0 and text.startswith("---") else pos + 1
+        after = marker + 3
+        if after < len(text) and text[after] != "\n":
+            raise Declined("a document marker with more on its line")
+        pieces.append(text[start:marker])
+        start = after + 1
+        pos = text.find("\n---", after)
+    pieces.append(text[start:])
+    return pieces
+
+
+def _yaml_objects(text: str, filename: str) -> Iterator[tuple[str, str, Mapping[str, Any]]]:
+    pieces = _pieces(text)
+    reader = kubectlyaml.ItemReader()
+    if not pieces[0].strip(" \n"):
+        pieces = pieces[1:]  # nothing before the first `---`: no document there
+    for index, piece in enumerate(pieces, 1):
+        if not piece.strip(" \n"):
+            continue  # an empty document (None): counted, not read
+        yield from _yaml_document(piece, f"{filename}: document {index}", reader)
+
+
+def _yaml_document(
+    piece: str, where: str, reader: kubectlyaml.ItemReader
+) -> Iterator[tuple[str, str, Mapping[str, Any]]]:
+    if piece[0] == " " or piece.startswith(("- ", "-\n")) or "\nitems:\n- " not in "\n" + piece:
+        whole = yamlinput.load_one(piece)  # not a List as kubectl prints one: read it whole
+        for prefix, item in document_objects(whole, where):
+            yield where, prefix, item
+        return
+    starts = [0, *(m.start() + 1 for m in _COLUMN0.finditer(piece)), len(piece)]
+    doc: dict[str, Any] = {}
+    count = -1  # -1: before `items:`; then the items read
+    for a, b in zip(starts, starts[1:], strict=False):
+        chunk = piece[a:b]
+        if chunk.startswith(("- ", "-\n")):
+            if count < 0:
+                raise Declined("a sequence item outside items")
+            yield _item(where, count, _read_item(chunk, reader))
+            count += 1
+            continue
+        if count >= 0:
+            count = -2  # the items are over: another key follows
+        if chunk == "items:\n" and "items" not in doc:
+            doc["items"] = None
+            count = 0
+            continue
+        part = yamlinput.load_one(chunk)
+        if not isinstance(part, dict) or len(part) != 1:
+            raise Declined("a top-level piece that is not one key")
+        ((key, value),) = part.items()
+        if key in doc:
+            raise Declined("a key given twice")
+        doc[key] = value
+    if "items" not in doc or not _is_list(doc):
+        raise Declined("items, but not a List")
+
+
+def _read_item(chunk: str, reader: kubectlyaml.ItemReader) -> Any:
+    """One `- ` item of a List's items, read as it reads in its document (at the same depth)."""
+    value = reader.read(chunk)
+    if value is kubectlyaml.UNSURE:
+        value = yamlinput.load_one("x:\n" + chunk)["x"][0]
+    return value
