@@ -23,7 +23,7 @@ from typing import Any, Protocol
 
 from packing.fields import FieldError, as_int, as_object, as_str, quantities
 from packing.pods import Pod
-from packing.podspec import parse_pod_spec
+from packing.podspec import parse_pod_template
 from packing.resources import CPU, MEMORY, Resources
 from packing.scheduling.results import Results
 
@@ -138,14 +138,7 @@ def read_buffer(doc: Mapping[str, Any], name: str, namespace: str) -> CapacityBu
 
 def read_pod_template(doc: Mapping[str, Any], name: str, namespace: str) -> Pod:
     """The pod a core/v1 PodTemplate object describes (its `template`)."""
-    tmpl = as_object(doc.get("template"), "template")
-    return parse_pod_spec(
-        as_object(tmpl.get("metadata"), "template.metadata"),
-        as_object(tmpl.get("spec"), "template.spec"),
-        "template.",
-        name=name,
-        namespace=namespace,
-    )
+    return parse_pod_template(doc, "", name=name, namespace=namespace)
 
 
 # ---------------------------------------------------------------- resolution

@@ -15,7 +15,7 @@ from typing import Any
 import yaml
 from yaml.nodes import ScalarNode
 
-from packing.yamlinput import MAX_DEPTH
+from packing.yamlinput import MAX_DEPTH, go_key_text
 
 __all__ = ["UNSURE", "ItemReader", "read_item"]
 
@@ -93,14 +93,10 @@ _keys: dict[str, str] = {}
 def _key_of(text: str) -> str:
     if not text or len(text) > _KEY_LIMIT or text[0] in _NOT_PLAIN_START or text[-1] == " " or " #" in text:
         raise _Unsure
-    key = _plain(text)
-    if isinstance(key, str):
-        return key
+    key = go_key_text(_plain(text))
     if key is None:
-        return "null"
-    if isinstance(key, bool):
-        return "true" if key else "false"
-    return str(key)
+        raise _Unsure
+    return key
 
 
 def _quoted_end(text: str, start: int) -> int:

@@ -48,7 +48,14 @@ from packing.nodepool import (
     PodDisruptionBudget,
 )
 from packing.pods import IgnoredPod, LabelSelector, Pod
-from packing.podspec import label_selector, parse_pod_spec, requirement, scheduling_gates, taints
+from packing.podspec import (
+    label_selector,
+    parse_pod_spec,
+    parse_pod_template,
+    requirement,
+    scheduling_gates,
+    taints,
+)
 from packing.requirements import Requirement, Requirements
 from packing.resources import Resources
 from packing.streaming import Declined, stream_objects
@@ -145,18 +152,6 @@ def _meta(doc: Mapping[str, Any]) -> tuple[Mapping[str, Any], str, str]:
     name = as_str(meta.get("name"), "metadata.name", required=True)
     ns = as_str(meta.get("namespace"), "metadata.namespace", default="default") or "default"
     return meta, name, ns
-
-
-def _template_pod(spec: Mapping[str, Any], name: str, namespace: str) -> Pod:
-    """The pod a DaemonSet or workload stamps out from spec.template."""
-    tmpl = as_object(spec.get("template"), "spec.template")
-    return parse_pod_spec(
-        as_object(tmpl.get("metadata"), "spec.template.metadata"),
-        as_object(tmpl.get("spec"), "spec.template.spec"),
-        "spec.template.",
-        name=name,
-        namespace=namespace,
-    )
 
 
 def _replicas(v: Any, path: str) -> int:
@@ -348,7 +343,7 @@ def _instance_type(doc: Mapping[str, Any], out: Inputs, where: str) -> None:
 def _daemonset(doc: Mapping[str, Any], out: Inputs, where: str) -> None:
     meta, name, ns = _meta(doc)
     spec = as_object(doc.get("spec"), "spec")
-    pod = _template_pod(spec, name, ns)
+    pod = parse_pod_template(spec, "spec.", name=name, namespace=ns)
     out.daemonsets.append(DaemonSet(ns, name, pod))
 
 
@@ -356,7 +351,7 @@ def _workload(doc: Mapping[str, Any], out: Inputs, where: str) -> None:
     kind = str(doc.get("kind"))
     meta, name, ns = _meta(doc)
     spec = as_object(doc.get("spec"), "spec")
-    pod = _template_pod(spec, name, ns)
+    pod = parse_pod_template(spec, "spec.", name=name, namespace=ns)
     tspec = as_object(as_object(spec.get("template"), "spec.template").get("spec"), "spec.template.spec")
     gates = scheduling_gates(tspec.get("schedulingGates"), "spec.template.spec.schedulingGates")
     if kind == "Job":

@@ -41,6 +41,7 @@ __all__ = [
     "affinity_term",
     "label_selector",
     "parse_pod_spec",
+    "parse_pod_template",
     "pod_level_requests",
     "requirement",
     "scheduling_gates",
@@ -334,4 +335,19 @@ def parse_pod_spec(
         owner_kind=str(owner.get("kind", "")),
         owner_name=str(owner.get("name", "")),
         uid=as_str(meta.get("uid"), f"{path}metadata.uid"),
+    )
+
+
+def parse_pod_template(holder: Mapping[str, Any], path: str, *, name: str, namespace: str) -> Pod:
+    """The pod a template stamps out: ``holder["template"]`` with its metadata and spec (a DaemonSet's or a
+    workload's ``spec.template``, a PodTemplate's ``template``); ``path`` is where ``holder`` sits, so field
+    errors name ``spec.template.spec...`` or ``template.spec...``."""
+    where = f"{path}template"
+    tmpl = as_object(holder.get("template"), where)
+    return parse_pod_spec(
+        as_object(tmpl.get("metadata"), f"{where}.metadata"),
+        as_object(tmpl.get("spec"), f"{where}.spec"),
+        f"{where}.",
+        name=name,
+        namespace=namespace,
     )

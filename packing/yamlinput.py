@@ -34,6 +34,7 @@ __all__ = [
     "NotJson",
     "YamlInputError",
     "brief",
+    "go_key_text",
     "check_json",
     "json_constant",
     "json_pairs",
@@ -173,10 +174,9 @@ def _refuse(loader: Any, node: Node) -> Any:
     raise YamlInputError(f"tag {_short_tag(str(node.tag))} is not supported (only JSON values)", node.start_mark)
 
 
-def _key(loader: Any, node: Node) -> str:
-    if not isinstance(node, ScalarNode):
-        raise YamlInputError("mapping keys must be strings or numbers, not collections", node.start_mark)
-    key = loader.construct_object(node, deep=True)
+def go_key_text(key: Any) -> str | None:
+    """A scalar mapping key as sigs.k8s.io/yaml turns it into a JSON key (``1``, ``true``, ``null`` as Go
+    spells them); None for a key that has no such spelling."""
     if isinstance(key, str):
         return key
     if key is None:
@@ -185,6 +185,16 @@ def _key(loader: Any, node: Node) -> str:
         return "true" if key else "false"
     if isinstance(key, int | float):
         return str(key)
+    return None
+
+
+def _key(loader: Any, node: Node) -> str:
+    if not isinstance(node, ScalarNode):
+        raise YamlInputError("mapping keys must be strings or numbers, not collections", node.start_mark)
+    key = loader.construct_object(node, deep=True)
+    text = go_key_text(key)
+    if text is not None:
+        return text
     raise YamlInputError(f"unsupported mapping key {brief(key)}", node.start_mark)
 
 

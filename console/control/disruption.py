@@ -31,10 +31,10 @@ from console import adapters
 from console.alerts.services import stranded_moves_record
 from console.backends.base import CloudProvider, ClusterBackend, NodeNotFound
 from console.buffers.models import CapacityBuffer
+from console.control.launch import claim_name, engine_catalog, nodeclaim_launch
 from console.control.locks import LockBusy, loop_lock
 from console.control.models import DisruptionAction
 from console.control.nodepool_problems import nodepool_problems_record
-from console.control.provisioning import claim_name, engine_catalog, nodeclaim_launch
 from console.control.termination import do_not_disrupt, forced_deletions_record, pod_grace_seconds
 from console.fleet.models import Decision, EC2NodeClass, NodeClaim, NodePool
 from console.telemetry import loop_stats

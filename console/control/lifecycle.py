@@ -31,7 +31,7 @@ from django.conf import settings
 from django.utils import timezone
 
 from console.backends.base import CloudEvent, CloudProvider, ClusterBackend, LaunchOption, NodeNotFound
-from console.control.provisioning import offering_mark_unavailable
+from console.control.launch import offering_mark_unavailable
 from console.control.termination import TerminationOutcome, node_drain, termination_run
 from console.fleet.models import Decision, NodeClaim
 from console.fleet.services import nodeclaims_mark_for_deletion

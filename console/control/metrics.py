@@ -21,8 +21,8 @@ from django.utils import timezone
 
 from console import adapters
 from console.backends.base import ClusterBackend
+from console.control.launch import engine_catalog
 from console.control.live_cluster import LiveCluster, NodeRow, live_cluster
-from console.control.provisioning import engine_catalog
 from console.fleet.models import Decision, EC2NodeClass, NodePool
 from console.telemetry import pod_startup, reasons, services
 from console.telemetry.models import MetricSample

@@ -27,7 +27,7 @@ from typing import Any
 
 from console import adapters
 from console.backends.base import CloudProvider, ClusterBackend, NodeNotFound
-from console.control.provisioning import claim_name, nodeclaim_launch
+from console.control.launch import claim_name, nodeclaim_launch
 from console.fleet.models import Decision, EC2NodeClass, NodeClaim, NodePool
 from console.fleet.services import nodeclaims_mark_for_deletion
 from packing import api

@@ -7,9 +7,10 @@ from typing import Any
 
 import pytest
 
+from console.control.launch import nodeclaim_launch
 from console.control.lifecycle import garbage_collect_run, interruption_run, lifecycle_run
 from console.control.locks import loop_lock
-from console.control.provisioning import nodeclaim_launch, provision_run
+from console.control.provisioning import provision_run
 from console.fleet import services
 from console.fleet.models import Decision, NodeClaim
 from console.simulation.cloud import SimulatedCloud
@@ -124,8 +125,8 @@ def test_spot_interruption_cordons_drains_and_records(world: Any) -> None:
 def test_capacity_errors_mark_offerings_unavailable_for_the_ttl(world: Any, settings: Any) -> None:
     from datetime import timedelta
 
+    from console.control.launch import unavailable_offerings
     from console.control.models import UnavailableOffering
-    from console.control.provisioning import unavailable_offerings
 
     clock, config, cluster, cloud = world
     settings.LOADMASTER_UNAVAILABLE_OFFERING_TTL = 60
