@@ -435,8 +435,11 @@ def _pack_assigned(
         # _fill_balanced scans the pods left for every node it opens; where that would be too slow (very many
         # pods and nodes), the windowed first-fit decreasing is used instead
         nodes_est = float((rows.sum(axis=0) / scale).max())
-        if balanced and nodes_est * rows.shape[0] <= BALANCED_MAX_WORK:
+        work = nodes_est * rows.shape[0]
+        if balanced and work <= BALANCED_MAX_WORK:
             local = _fill_balanced(rows, alloc)
+        elif balanced:
+            local = _fill_balanced_chunks(rows, alloc, work)
         else:
             size = (rows / scale).max(axis=1) + 1e-3 * (rows / scale).sum(axis=1)
             order = np.lexsort((members, -size)).astype(np.int64)
@@ -452,6 +455,24 @@ def _pack_assigned(
     smallest = _cheapest_fitting_each(bin_totals(pods, contents), allocs, price).tolist() if contents else []
     bins = [Bin(o if o >= 0 else t, tuple(c)) for t, c, o in zip(owners, contents, smallest, strict=True)]
     return _consolidate(pods, allocs, price, bins)
+
+
+def _fill_balanced_chunks(rows: IntArray, alloc: IntArray, work: float) -> list[list[int]]:
+    """_fill_balanced on a set too large for it, as k interleaved slices of the pods by size (each slice has
+    the whole set's mix of shapes, so it packs as well as the whole would): k slices cost 1/k of the work
+    of one pass over all pods. Each slice's last, poorly filled nodes are re-packed together afterwards
+    (_consolidate)."""
+    k = max(2, int(np.ceil(np.sqrt(work / BALANCED_MAX_WORK))))
+    scale = np.where(alloc > 0, alloc, 1).astype(np.float64)
+    q = rows / scale
+    size = q.max(axis=1) + 1e-3 * q.sum(axis=1)
+    order = np.lexsort((np.arange(rows.shape[0]), -size))
+    local: list[list[int]] = []
+    for c in range(k):
+        part = order[c::k]
+        ids = part.tolist()
+        local.extend([ids[i] for i in b] for b in _fill_balanced(rows[part], alloc))
+    return local
 
 
 def _consolidate(
@@ -535,7 +556,7 @@ def pack(pods: IntArray, allocs: IntArray, prices: Sequence[float], *, tries: in
     plans: list[list[Bin]] = []
     # LP-guided: the LP picks the mix of types, each type's pods are packed keeping cpu and memory in step
     if n >= 8:
-        assign = assign_by_lp(pods, allocs, price, LP_CELLS if n > 3000 else LP_CELLS_SMALL)
+        assign = assign_by_lp(pods, allocs, price, LP_CELLS if n > 1000 else LP_CELLS_SMALL)
         if assign is not None and (assign >= 0).all():
             for balanced in (True, False) if n < SMALL_SET else (True,):
                 guided = _pack_assigned(pods, allocs, price, assign, balanced=balanced)
