@@ -35,6 +35,8 @@ BALANCED_MAX_WORK = 1e7
 # single-type plan, and keeps the cheapest: on larger sets they almost never win and cost several times
 # pack()'s time, on small ones the single-type plan often wins (see .notes/diaries-sched.md)
 SMALL_SET = 200
+# _fill_balanced's mu for the second balanced plan of sets from SMALL_SET pods (the first uses its default)
+STRICT_MU = 5.0
 
 
 @dataclass(frozen=True)
@@ -423,6 +425,7 @@ def _pack_assigned(
     assign: IntArray,
     *,
     balanced: bool = False,
+    mu: float = 2.0,
 ) -> list[Bin]:
     groups: list[tuple[int, list[int], list[list[int]]]] = []  # (type, pod rows, their nodes as local indices)
     for t in np.unique(assign).tolist():
@@ -437,9 +440,9 @@ def _pack_assigned(
         nodes_est = float((rows.sum(axis=0) / scale).max())
         work = nodes_est * rows.shape[0]
         if balanced and work <= BALANCED_MAX_WORK:
-            local = _fill_balanced(rows, alloc)
+            local = _fill_balanced(rows, alloc, mu)
         elif balanced:
-            local = _fill_balanced_chunks(rows, alloc, work)
+            local = _fill_balanced_chunks(rows, alloc, work, mu)
         else:
             size = (rows / scale).max(axis=1) + 1e-3 * (rows / scale).sum(axis=1)
             order = np.lexsort((members, -size)).astype(np.int64)
@@ -457,7 +460,7 @@ def _pack_assigned(
     return _consolidate(pods, allocs, price, bins)
 
 
-def _fill_balanced_chunks(rows: IntArray, alloc: IntArray, work: float) -> list[list[int]]:
+def _fill_balanced_chunks(rows: IntArray, alloc: IntArray, work: float, mu: float) -> list[list[int]]:
     """_fill_balanced on a set too large for it, as k interleaved slices of the pods by size (each slice has
     the whole set's mix of shapes, so it packs as well as the whole would): k slices cost 1/k of the work
     of one pass over all pods. Each slice's last, poorly filled nodes are re-packed together afterwards
@@ -471,7 +474,7 @@ def _fill_balanced_chunks(rows: IntArray, alloc: IntArray, work: float) -> list[
     for c in range(k):
         part = order[c::k]
         ids = part.tolist()
-        local.extend([ids[i] for i in b] for b in _fill_balanced(rows[part], alloc))
+        local.extend([ids[i] for i in b] for b in _fill_balanced(rows[part], alloc, mu))
     return local
 
 
@@ -554,6 +557,7 @@ def pack(pods: IntArray, allocs: IntArray, prices: Sequence[float], *, tries: in
     price = np.asarray(prices, dtype=np.float64)
     n = pods.shape[0]
     plans: list[list[Bin]] = []
+    assign: IntArray | None = None
     # LP-guided: the LP picks the mix of types, each type's pods are packed keeping cpu and memory in step
     if n >= 8:
         assign = assign_by_lp(pods, allocs, price, LP_CELLS if n > 1000 else LP_CELLS_SMALL)
@@ -568,5 +572,13 @@ def pack(pods: IntArray, allocs: IntArray, prices: Sequence[float], *, tries: in
         plans.append(_pack_by_share(pods, allocs, price, rounds=2 if n <= 3000 else 1))
     if n < SMALL_SET:
         plans.append(_pack_single(pods, allocs, prices, tries=tries))
-    best = min(plans, key=lambda b: _cost(b, price))
-    return _eliminate_bins(pods, allocs, price, best)
+    best = _eliminate_bins(pods, allocs, price, min(plans, key=lambda b: _cost(b, price)))
+    if n >= SMALL_SET and assign is not None and (assign >= 0).all():
+        # the balanced fill once more, straying less from the demand direction: it leaves fewer nodes with
+        # one pod that strands most of a small type, and on some sets that is cheaper
+        strict = _pack_assigned(pods, allocs, price, assign, balanced=True, mu=STRICT_MU)
+        if strict:
+            strict = _eliminate_bins(pods, allocs, price, strict)
+            if _cost(strict, price) < _cost(best, price):
+                best = strict
+    return best
