@@ -29,7 +29,8 @@ IntArray = npt.NDArray[np.int64]
 BALANCED_WINDOW = 256
 # _fill packs this many pods or fewer in plain Python (_fill_small), where numpy's per-call cost dominates
 SMALL_FILL = 128
-# _fill_balanced's work is about (nodes x pods) of one type; beyond this _fill is used
+# _fill_balanced's work is about (nodes x pods) of one type; beyond this the pods are packed in slices
+# (_fill_balanced_chunks)
 BALANCED_MAX_WORK = 1e7
 # below this many pods pack() also computes the share plan, the LP-guided plan packed first-fit and the
 # single-type plan, and keeps the cheapest: on larger sets they almost never win and cost several times
@@ -465,7 +466,7 @@ def _fill_balanced_chunks(rows: IntArray, alloc: IntArray, work: float, mu: floa
     the whole set's mix of shapes, so it packs as well as the whole would): k slices cost 1/k of the work
     of one pass over all pods. Each slice's last, poorly filled nodes are re-packed together afterwards
     (_consolidate)."""
-    k = max(2, int(np.ceil(np.sqrt(work / BALANCED_MAX_WORK))))
+    k = max(2, min(rows.shape[0], int(np.ceil(np.sqrt(work / max(BALANCED_MAX_WORK, 1.0))))))
     scale = np.where(alloc > 0, alloc, 1).astype(np.float64)
     q = rows / scale
     size = q.max(axis=1) + 1e-3 * q.sum(axis=1)
