@@ -10,7 +10,6 @@ from packing.instancetype import InstanceType, Offering
 from packing.nodepool import NodePool
 from packing.pods import Pod
 from packing.requirements import Requirement, Requirements
-from packing.resources import Resources
 from packing.scheduling.scheduler import Scheduler
 from packing.scheduling.verify import check_plan
 from tests.engine_builders import ZONE, ZONES, instance_type, pod, spread
