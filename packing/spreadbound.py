@@ -46,7 +46,7 @@ from packing.scheduling.vectors import undominated
 if TYPE_CHECKING:
     from packing.scheduling.templates import PoolTemplate
 
-__all__ = ["ZoneOption", "has_hostname_anti", "spread_minimums", "zone_spread_bound"]
+__all__ = ["ZoneOption", "has_hostname_anti", "spread_minimums", "zone_quotas", "zone_spread_bound"]
 
 # cells of similar pods when exact requests make too many: pods within this factor in every resource
 _CELL = 1.15
@@ -137,9 +137,38 @@ def zone_spread_bound(
 ) -> float:
     """The LP of the module docstring; 0.0 when it cannot be solved. `reqm`: placed pods' requests (rows),
     `pod_class`: each pod's scheduling class, as in packing.bound."""
+    solved = _zone_lp(reqm, pod_class, group_of, groups, options, values=False)
+    if solved is None:
+        return 0.0
+    return max(0.0, solved[0] * (1 - 1e-6) - 1e-6)
+
+
+def zone_quotas(
+    reqm: npt.NDArray[np.float64],
+    group_of: Sequence[int],
+    groups: Sequence[tuple[frozenset[str], int]],
+    options: ZoneOption,
+) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float64], list[str]] | None:
+    """The same LP for pods of one class, as a guide: each pod's cell, and per cell and zone how many of the
+    cell's pods the LP's optimum puts there (zones in the order returned)."""
+    solved = _zone_lp(reqm, [0] * reqm.shape[0], group_of, groups, {k: v for k, v in options.items()}, values=True)
+    if solved is None:
+        return None
+    return solved[1], solved[2], solved[3]
+
+
+def _zone_lp(
+    reqm: npt.NDArray[np.float64],
+    pod_class: Sequence[int],
+    group_of: Sequence[int],
+    groups: Sequence[tuple[frozenset[str], int]],
+    options: ZoneOption,
+    *,
+    values: bool,
+) -> tuple[float, npt.NDArray[np.int64], npt.NDArray[np.float64], list[str]] | None:
     n, n_r = reqm.shape
     if not options or not groups or n == 0:
-        return 0.0
+        return None
     # options undominated within (zone, classes)
     by_zs: dict[tuple[str, frozenset[int]], list[tuple[str, float, npt.NDArray[np.float64]]]] = {}
     for (name, zone, sig), (price, alloc) in sorted(options.items(), key=lambda kv: (kv[0][1], kv[0][0], sorted(kv[0][2]))):
@@ -191,7 +220,7 @@ def zone_spread_bound(
     for gi, (doms, m) in enumerate(groups):
         for z in sorted(doms):
             if z not in zone_index:
-                return 0.0  # a zone of the spread that no option serves: leave the bound to packing.bound
+                return None  # a zone of the spread that no option serves: leave the bound to packing.bound
             spread_row[(gi, zone_index[z])] = len(lo)
             lo.append(float(m))
             hi.append(INF)
@@ -207,6 +236,8 @@ def zone_spread_bound(
                 value.append(-float(A[o, r]))
         cost.append(opt_price[o])
     fits = (A[None, :, :] >= vec[:, None, :] * (1 - 1e-9)).all(axis=2)
+    col_cell: list[int] = []
+    col_zone: list[int] = []
     for c in range(n_c):
         g = c_group[c]
         allowed = groups[g][0] if g >= 0 else None
@@ -224,6 +255,8 @@ def zone_spread_bound(
                 index.append(spread_row[(g, zone_index[opt_zone[o]])])
                 value.append(1.0)
             cost.append(0.0)
+            col_cell.append(c)
+            col_zone.append(zone_index[opt_zone[o]])
     sol = solve_columns(
         np.array(lo, dtype=np.float64),
         np.array(hi, dtype=np.float64),
@@ -232,13 +265,17 @@ def zone_spread_bound(
         np.array(starts, dtype=np.int32),
         np.array(index, dtype=np.int32),
         np.array(value, dtype=np.float64),
-        values=False,
+        values=values,
         # interior point: on this LP (many more columns than rows) about twenty times faster than simplex
         solver="ipm",
     )
     if sol is None:
-        return 0.0
-    return max(0.0, sol.objective * (1 - 1e-6) - 1e-6)
+        return None
+    quota = np.zeros((n_c, len(zones)))
+    if values:
+        x = sol.col_value[n_o:]
+        np.add.at(quota, (np.array(col_cell, dtype=np.int64), np.array(col_zone, dtype=np.int64)), x)
+    return sol.objective, cell_idx, quota, zones
 
 
 def has_hostname_anti(placed: Sequence[Pod]) -> bool:

@@ -1,13 +1,17 @@
 """Zone spread decided up front: pods whose only topology constraint is a DoNotSchedule spread over a key such
-as the zone are dealt out to the domains evenly and then packed in bulk, each pinned to its domain.
+as the zone are dealt out to the domains and then packed in bulk, each pinned to its domain.
 
 Pod by pod, a spread pod goes to whichever claim of an allowed domain takes it first, so each domain's
 claims are packed first-fit, one pod at a time. When a spread group's counts depend on nothing but its own
 pending pods (no existing node, every pod its selector matches is one of its owners, and nothing else selects
-them), the final counts are all that the constraint restricts: dealing the group's pods round-robin over its
-domains gives counts that differ by at most one (within any maxSkew) and every domain the same mix of sizes.
-Each pod then carries its domain as a node requirement and goes to the cost packer (packing.scheduling.bulk)
-with the other simple pods, one packing per domain.
+them), the final counts are all that the constraint restricts, and any deal that gives every domain the same
+count within one keeps every maxSkew. On zones the deal follows the zone-spread LP (packing.spreadbound):
+groups over one set of zones whose pods share tolerations and node affinity are dealt together so that each
+zone gets the pods its own offerings host most cheaply (a zone without the cheap types gets small pods),
+each group still within one pod of the same count in every zone. Otherwise (or when the LP cannot be
+solved) the pods are dealt evenly, largest first, forth and back over the sorted domains. Each pod then
+carries its domain as a node requirement and goes to the cost packer (packing.scheduling.bulk) with the
+other simple pods, one packing per domain.
 
 Groups that do not qualify (existing nodes, pools with limits, minDomains above the number of domains, pods
 with preferences or other topology terms, a domain where some pod fits no type) keep the pod-by-pod path.
@@ -15,17 +19,19 @@ with preferences or other topology terms, a domain where some pod fits no type) 
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 import numpy as np
 
-from packing.nodepool import HOSTNAME_LABEL
+from packing.nodepool import HOSTNAME_LABEL, ZONE_LABEL
 from packing.requirements import Requirement, Requirements
-from packing.scheduling.bulk import pool_candidates
+from packing.scheduling.bulk import launch_options, pool_candidates
 from packing.scheduling.preferences import PodContext
 from packing.scheduling.topology import SPREAD, TopologyGroup
 from packing.scheduling.vectors import fits_any
+from packing.spreadbound import ZoneOption, zone_quotas
 
 if TYPE_CHECKING:
     from packing.scheduling.solve import Solve
@@ -89,15 +95,21 @@ def split_spread_groups(sv: Solve, order: Sequence[PodContext]) -> set[int]:
     out: set[int] = set()
     cache: dict[tuple[object, ...], object] = {}
     memo: dict[tuple[object, ...], tuple[Requirements, ...]] = {}
-    for gid, ctxs in members.items():
-        if gid in bad:
-            continue
+    live = [gid for gid in members if gid not in bad]
+    guide = _lp_guides(sv, [group[gid] for gid in live], [members[gid] for gid in live], cache, memo)
+    for gid in live:
+        ctxs = members[gid]
         g = group[gid]
         doms = sorted(g.domains)
+        zones = guide.get(gid)
         dealt: list[tuple[Requirements, ...]] = []
         for i, ctx in enumerate(ctxs):
-            rnd, pos = divmod(i, len(doms))
-            terms = _pin_terms(ctx.terms, g.key, doms[pos] if rnd % 2 == 0 else doms[-1 - pos], memo)
+            if zones is not None:
+                d = zones[i]
+            else:
+                rnd, pos = divmod(i, len(doms))
+                d = doms[pos] if rnd % 2 == 0 else doms[-1 - pos]
+            terms = _pin_terms(ctx.terms, g.key, d, memo)
             if not terms:
                 break
             dealt.append(terms)
@@ -107,6 +119,77 @@ def split_spread_groups(sv: Solve, order: Sequence[PodContext]) -> set[int]:
             ctx.terms = terms
             ctx.owned = []
             out.add(id(ctx))
+    return out
+
+
+def _lp_guides(
+    sv: Solve,
+    groups: Sequence[TopologyGroup],
+    members: Sequence[Sequence[PodContext]],
+    cache: dict[tuple[object, ...], object],
+    memo: dict[tuple[object, ...], tuple[Requirements, ...]],
+) -> dict[int, list[str]]:
+    """Per group (by id), the domain of each of its pods as the zone-spread LP (packing.spreadbound) would
+    deal them: the groups over one set of zones whose pods share tolerations and node affinity are dealt
+    together, each zone's share at that zone's own offerings and prices, so a dear zone gets the pods it
+    hosts most cheaply. Each group still gets counts within one of each other in every zone. Groups it cannot
+    guide are left to the even deal."""
+    out: dict[int, list[str]] = {}
+    by_set: dict[tuple[object, ...], list[int]] = {}
+    for gi, (g, ctxs) in enumerate(zip(groups, members, strict=True)):
+        first = ctxs[0]
+        if g.key != ZONE_LABEL or any(
+            c.terms != first.terms or c.pod.tolerations != first.pod.tolerations for c in ctxs
+        ):
+            continue
+        by_set.setdefault((g.domains, first.terms, first.pod.tolerations, first.tolerate_prefer), []).append(gi)
+    for (doms_obj, _t, _tol, _p), gis in by_set.items():
+        assert isinstance(doms_obj, frozenset)
+        doms = sorted(doms_obj)
+        probe_src = members[gis[0]][0]
+        options: ZoneOption = {}
+        for d in doms:
+            probe = PodContext(probe_src.pod, sv.keys)
+            probe.terms, probe.tolerate_prefer = _pin_terms(probe_src.terms, ZONE_LABEL, d, memo), probe_src.tolerate_prefer
+            for tpl, reqs, _frontier in pool_candidates(sv, probe, (), cache):
+                opts, allocs = launch_options(sv, tpl, reqs)
+                for (o, off), alloc in zip(opts, allocs.astype(np.float64), strict=True):
+                    options[(o.it.name, d, frozenset({0}))] = (float(off.price or 0.0), alloc)
+                break  # the heaviest pool that admits the pods is where bulk packing sends them
+        ctxs_all = [c for gi in gis for c in members[gi]]
+        reqm = np.array([c.vec for c in ctxs_all], dtype=np.float64).reshape(len(ctxs_all), len(sv.keys))
+        need = 0
+        for gi in gis:
+            n, skew = len(members[gi]), groups[gi].max_skew
+            need += max(0, math.ceil((n - (len(doms) - 1) * skew) / len(doms)))
+        solved = zone_quotas(reqm, [0] * len(ctxs_all), [(doms_obj, need)], options) if need else None
+        if solved is None:
+            continue
+        cell_idx, quota, zones = solved
+        if sorted(zones) != doms:
+            continue
+        quota = quota.copy()
+        zone_total = quota.sum(axis=0)
+        pos = 0
+        for gi in gis:
+            ctxs = members[gi]
+            base, extra = divmod(len(ctxs), len(zones))
+            # the zones the LP fills most take a group's pods beyond a whole round
+            rank = sorted(range(len(zones)), key=lambda z: (-zone_total[z], zones[z]))
+            target = [base] * len(zones)
+            for z in rank[:extra]:
+                target[z] += 1
+            left = list(target)
+            picked: list[str] = []
+            for k in range(len(ctxs)):
+                c = int(cell_idx[pos + k])
+                open_z = [z for z in range(len(zones)) if left[z] > 0]
+                z = max(open_z, key=lambda zz: (quota[c, zz], -zz))
+                quota[c, z] -= 1.0
+                left[z] -= 1
+                picked.append(zones[z])
+            pos += len(ctxs)
+            out[id(groups[gi])] = picked
     return out
 
 
