@@ -184,7 +184,9 @@ def _lp_guides(
             for k in range(len(ctxs)):
                 c = int(cell_idx[pos + k])
                 open_z = [z for z in range(len(zones)) if left[z] > 0]
-                z = max(open_z, key=lambda zz: (quota[c, zz], -zz))
+                # the zone with the most of the LP's share of this pod's cell left per place it still has for
+                # the group (plain most-left fills a zone's places before its share is reached elsewhere)
+                z = max(open_z, key=lambda zz: (quota[c, zz] / left[zz], -zz))
                 quota[c, z] -= 1.0
                 left[z] -= 1
                 picked.append(zones[z])
