@@ -36,7 +36,10 @@ from packing.spreadbound import ZoneOption, zone_quotas
 if TYPE_CHECKING:
     from packing.scheduling.solve import Solve
 
-__all__ = ["split_spread_groups"]
+__all__ = ["LP_GUIDE_MIN_PODS", "split_spread_groups"]
+
+# fewer pods than this over one set of zones are dealt evenly: the LP costs more time than it saves there
+LP_GUIDE_MIN_PODS = 1000
 
 
 def _sole_spread(ctx: PodContext) -> TopologyGroup | None:
@@ -133,7 +136,7 @@ def _lp_guides(
     deal them: the groups over one set of zones whose pods share tolerations and node affinity are dealt
     together, each zone's share at that zone's own offerings and prices, so a dear zone gets the pods it
     hosts most cheaply. Each group still gets counts within one of each other in every zone. Groups it cannot
-    guide are left to the even deal."""
+    guide, and sets of fewer than LP_GUIDE_MIN_PODS pods, are left to the even deal."""
     out: dict[int, list[str]] = {}
     by_set: dict[tuple[object, ...], list[int]] = {}
     for gi, (g, ctxs) in enumerate(zip(groups, members, strict=True)):
@@ -146,6 +149,9 @@ def _lp_guides(
     for (doms_obj, _t, _tol, _p), gis in by_set.items():
         assert isinstance(doms_obj, frozenset)
         doms = sorted(doms_obj)
+        ctxs_all = [c for gi in gis for c in members[gi]]
+        if len(ctxs_all) < LP_GUIDE_MIN_PODS:
+            continue
         probe_src = members[gis[0]][0]
         options: ZoneOption = {}
         for d in doms:
@@ -156,7 +162,6 @@ def _lp_guides(
                 for (o, off), alloc in zip(opts, allocs.astype(np.float64), strict=True):
                     options[(o.it.name, d, frozenset({0}))] = (float(off.price or 0.0), alloc)
                 break  # the heaviest pool that admits the pods is where bulk packing sends them
-        ctxs_all = [c for gi in gis for c in members[gi]]
         reqm = np.array([c.vec for c in ctxs_all], dtype=np.float64).reshape(len(ctxs_all), len(sv.keys))
         need = 0
         for gi in gis:
