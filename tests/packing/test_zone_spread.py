@@ -115,3 +115,30 @@ def test_zone_spread_plans_are_feasible_and_the_bound_stays_below_any_plan(
     if check_plan(s, pods, greedy) == [] and set(greedy.unschedulable) == set(r.unschedulable):
         assert lower_bound(s, greedy, pods) <= greedy.cost_per_hour + 1e-9
         assert r.lower_bound <= greedy.cost_per_hour + 1e-6
+
+
+def test_lp_guided_deal_keeps_every_app_even_across_zones() -> None:
+    # from LP_GUIDE_MIN_PODS pods the deal follows the zone LP (zone b lacks the cheap memory type): the plan
+    # stays feasible, every app keeps 250/250 and the bound (the same LP, exact) stays below the plan
+    from packing.scheduling import spreadsplit
+
+    cat = [
+        _zone_priced("m-8x", 8, 32, {ZONES[0]: 0.40, ZONES[1]: 0.40}),
+        _zone_priced("r-8x", 8, 64, {ZONES[0]: 0.30}),
+        _zone_priced("c-8x", 8, 16, {ZONES[0]: 0.34, ZONES[1]: 0.34}),
+    ]
+    pods = []
+    for app in ("a", "b"):
+        for i in range(500):
+            cpu, mem = ("1", "7Gi") if i % 2 else ("1500m", "1Gi")
+            pods.append(pod(f"{app}-{i}", cpu, mem, labels={"app": app}, spread=(spread(ZONE, 1, app=app),)))
+    assert len(pods) >= spreadsplit.LP_GUIDE_MIN_PODS
+    s = Scheduler([NodePool("default")], cat)
+    r = s.solve(pods, lower_bound=True)
+    assert check_plan(s, pods, r) == []
+    for app in ("a", "b"):
+        counts = [
+            sum(1 for c in r.nodeclaims if c.zone == z for p in c.pods if p.labels["app"] == app) for z in ZONES[:2]
+        ]
+        assert counts == [250, 250]
+    assert r.lower_bound is not None and r.lower_bound <= r.cost_per_hour
