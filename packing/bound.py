@@ -21,6 +21,7 @@ from packing.pods import Pod
 from packing.requirements import Requirements
 from packing.resources import CPU, MEMORY, PODS
 from packing.scheduling.vectors import undominated
+from packing.spreadbound import ZoneOption, has_hostname_anti, spread_minimums, zone_spread_bound
 from packing.taints import Toleration, first_untolerated
 
 if TYPE_CHECKING:
@@ -98,6 +99,8 @@ def lower_bound(sched: Scheduler, results: Results, pending: Sequence[Pod]) -> f
     ds_min = np.array([min((row[i] for row in least), default=0) for i in range(n_r)], dtype=np.float64)
     # options: (type, set of compatible classes) -> cheapest price among its offerings with that signature
     options: dict[tuple[str, frozenset[int]], tuple[float, np.ndarray[Any, Any]]] = {}
+    # the same per zone, for the zone-spread bound (packing.spreadbound)
+    zone_options: ZoneOption = {}
     for tpl in tpls:
         per_class_terms: list[list[Requirements]] = []
         for tols, terms in class_keys:
@@ -152,6 +155,10 @@ def lower_bound(sched: Scheduler, results: Results, pending: Sequence[Pod]) -> f
                 prev = options.get(key)
                 if prev is None or price < prev[0]:
                     options[key] = (price, alloc)
+                zkey = (o.it.name, off.zone, sig)
+                zprev = zone_options.get(zkey)
+                if zprev is None or price < zprev[0]:
+                    zone_options[zkey] = (price, alloc)
     if not options:
         return 0.0
     # within one compatibility signature a type that is smaller and no cheaper than another can be dropped
@@ -322,8 +329,13 @@ def lower_bound(sched: Scheduler, results: Results, pending: Sequence[Pod]) -> f
         np.array(value, dtype=np.float64),
         values=False,
     )
-    if sol is None:
-        return 0.0
-    obj = sol.objective
     # solver tolerances may leave the optimum a hair high; shave so it stays a bound
-    return max(0.0, obj * (1 - 1e-6) - 1e-6)
+    classic = 0.0 if sol is None else max(0.0, sol.objective * (1 - 1e-6) - 1e-6)
+    # zone spreads: each zone must hold its share, at its own prices (packing.spreadbound; both are bounds,
+    # so the larger is one too)
+    if sched.existing_nodes or sched.running_pods or has_hostname_anti(placed):
+        return classic
+    group_of, groups = spread_minimums(tpls, placed)
+    if not groups:
+        return classic
+    return max(classic, zone_spread_bound(placed, reqm, pod_class, group_of, groups, zone_options))

@@ -108,17 +108,20 @@ def solve_columns(
     *,
     presolve: bool = True,
     values: bool = True,
+    solver: str = "choose",
 ) -> LpSolution | None:
     """Minimise col_cost · x subject to row_lower <= A x <= row_upper and 0 <= x <= col_upper, with A given
     column-wise (column c's entries are index/value[starts[c]:starts[c + 1]]). None unless HiGHS proves an
     optimum. Bounds may be ±INF. values=False: only the optimum is wanted (col_value is left empty, which
-    spares copying a large solution out of HiGHS)."""
+    spares copying a large solution out of HiGHS). solver: HiGHS' `solver` option ("choose", "simplex", "ipm")."""
     import highspy
 
     h = new_solver()
     _load_columns(h, row_lower, row_upper, col_cost, col_upper, starts, index, value)
     if not presolve:
         h.setOptionValue("presolve", "off")
+    if solver != "choose":
+        h.setOptionValue("solver", solver)
     h.run()
     if h.getModelStatus() != highspy.HighsModelStatus.kOptimal:
         return None

@@ -27,7 +27,7 @@ if TYPE_CHECKING:
     from packing.scheduling.preferences import PodContext
     from packing.scheduling.solve import Solve
 
-__all__ = ["pack_in_bulk"]
+__all__ = ["launch_options", "pack_in_bulk", "pool_candidates"]
 
 _NONE: frozenset[str] = frozenset()
 _BASIC = frozenset({CPU, MEMORY, PODS})
@@ -56,7 +56,7 @@ def pack_in_bulk(sv: Solve, ctxs: list[PodContext]) -> list[PodContext]:
     return failed + todo
 
 
-def _pool_candidates(
+def pool_candidates(
     sv: Solve, ctx: PodContext, excluded: Collection[str], cache: dict[tuple[object, ...], object]
 ) -> list[tuple[PoolTemplate, Requirements, npt.NDArray[np.int64]]]:
     """Pools (heaviest first) whose taints and requirements admit the pod, with their size frontier."""
@@ -121,7 +121,7 @@ def _choose_pools(
             by_sig.setdefault(sig, []).append(ctx)
         todo = []
         for members in by_sig.values():
-            cands = _pool_candidates(sv, members[0], excluded.get(id(members[0]), ()), cache)
+            cands = pool_candidates(sv, members[0], excluded.get(id(members[0]), ()), cache)
             vecs = np.array([c.vec for c in members], dtype=np.int64).reshape(
                 len(members), len(sv.keys)
             )
@@ -140,7 +140,7 @@ def _choose_pools(
     return chosen, failed
 
 
-def _launch_options(sv: Solve, tpl: PoolTemplate, reqs: Requirements) -> LaunchOptions:
+def launch_options(sv: Solve, tpl: PoolTemplate, reqs: Requirements) -> LaunchOptions:
     """The undominated (type, cheapest offering) pairs bulk packing may launch for these requirements,
     with their allocatable. Without limits it depends on the requirements alone and is kept on the
     template."""
@@ -173,7 +173,7 @@ def _launch_options(sv: Solve, tpl: PoolTemplate, reqs: Requirements) -> LaunchO
 def _pack_group(
     sv: Solve, tpl: PoolTemplate, reqs: Requirements, members: list[PodContext], excluded: dict[int, set[str]]
 ) -> list[PodContext]:
-    opts, allocs = _launch_options(sv, tpl, reqs)
+    opts, allocs = launch_options(sv, tpl, reqs)
     prices = [off.price or 0.0 for _, off in opts]
     podm = np.array([c.vec for c in members], dtype=np.int64).reshape(len(members), len(sv.keys))
     fits_some = np.zeros(len(members), dtype=bool)

@@ -29,12 +29,15 @@ IntArray = npt.NDArray[np.int64]
 BALANCED_WINDOW = 256
 # _fill packs this many pods or fewer in plain Python (_fill_small), where numpy's per-call cost dominates
 SMALL_FILL = 128
-# _fill_balanced's work is about (nodes x pods) of one type; beyond this _fill is used
+# _fill_balanced's work is about (nodes x pods) of one type; beyond this the pods are packed in slices
+# (_fill_balanced_chunks)
 BALANCED_MAX_WORK = 1e7
 # below this many pods pack() also computes the share plan, the LP-guided plan packed first-fit and the
 # single-type plan, and keeps the cheapest: on larger sets they almost never win and cost several times
 # pack()'s time, on small ones the single-type plan often wins (see .notes/diaries-sched.md)
 SMALL_SET = 200
+# _fill_balanced's mu for the second balanced plan of sets from SMALL_SET pods (the first uses its default)
+STRICT_MU = 5.0
 
 
 @dataclass(frozen=True)
@@ -423,6 +426,7 @@ def _pack_assigned(
     assign: IntArray,
     *,
     balanced: bool = False,
+    mu: float = 2.0,
 ) -> list[Bin]:
     groups: list[tuple[int, list[int], list[list[int]]]] = []  # (type, pod rows, their nodes as local indices)
     for t in np.unique(assign).tolist():
@@ -435,8 +439,11 @@ def _pack_assigned(
         # _fill_balanced scans the pods left for every node it opens; where that would be too slow (very many
         # pods and nodes), the windowed first-fit decreasing is used instead
         nodes_est = float((rows.sum(axis=0) / scale).max())
-        if balanced and nodes_est * rows.shape[0] <= BALANCED_MAX_WORK:
-            local = _fill_balanced(rows, alloc)
+        work = nodes_est * rows.shape[0]
+        if balanced and work <= BALANCED_MAX_WORK:
+            local = _fill_balanced(rows, alloc, mu)
+        elif balanced:
+            local = _fill_balanced_chunks(rows, alloc, work, mu)
         else:
             size = (rows / scale).max(axis=1) + 1e-3 * (rows / scale).sum(axis=1)
             order = np.lexsort((members, -size)).astype(np.int64)
@@ -452,6 +459,24 @@ def _pack_assigned(
     smallest = _cheapest_fitting_each(bin_totals(pods, contents), allocs, price).tolist() if contents else []
     bins = [Bin(o if o >= 0 else t, tuple(c)) for t, c, o in zip(owners, contents, smallest, strict=True)]
     return _consolidate(pods, allocs, price, bins)
+
+
+def _fill_balanced_chunks(rows: IntArray, alloc: IntArray, work: float, mu: float) -> list[list[int]]:
+    """_fill_balanced on a set too large for it, as k interleaved slices of the pods by size (each slice has
+    the whole set's mix of shapes, so it packs as well as the whole would): k slices cost 1/k of the work
+    of one pass over all pods. Each slice's last, poorly filled nodes are re-packed together afterwards
+    (_consolidate)."""
+    k = max(2, min(rows.shape[0], int(np.ceil(np.sqrt(work / max(BALANCED_MAX_WORK, 1.0))))))
+    scale = np.where(alloc > 0, alloc, 1).astype(np.float64)
+    q = rows / scale
+    size = q.max(axis=1) + 1e-3 * q.sum(axis=1)
+    order = np.lexsort((np.arange(rows.shape[0]), -size))
+    local: list[list[int]] = []
+    for c in range(k):
+        part = order[c::k]
+        ids = part.tolist()
+        local.extend([ids[i] for i in b] for b in _fill_balanced(rows[part], alloc, mu))
+    return local
 
 
 def _consolidate(
@@ -533,9 +558,10 @@ def pack(pods: IntArray, allocs: IntArray, prices: Sequence[float], *, tries: in
     price = np.asarray(prices, dtype=np.float64)
     n = pods.shape[0]
     plans: list[list[Bin]] = []
+    assign: IntArray | None = None
     # LP-guided: the LP picks the mix of types, each type's pods are packed keeping cpu and memory in step
     if n >= 8:
-        assign = assign_by_lp(pods, allocs, price, LP_CELLS if n > 3000 else LP_CELLS_SMALL)
+        assign = assign_by_lp(pods, allocs, price, LP_CELLS if n > 1000 else LP_CELLS_SMALL)
         if assign is not None and (assign >= 0).all():
             for balanced in (True, False) if n < SMALL_SET else (True,):
                 guided = _pack_assigned(pods, allocs, price, assign, balanced=balanced)
@@ -547,5 +573,13 @@ def pack(pods: IntArray, allocs: IntArray, prices: Sequence[float], *, tries: in
         plans.append(_pack_by_share(pods, allocs, price, rounds=2 if n <= 3000 else 1))
     if n < SMALL_SET:
         plans.append(_pack_single(pods, allocs, prices, tries=tries))
-    best = min(plans, key=lambda b: _cost(b, price))
-    return _eliminate_bins(pods, allocs, price, best)
+    best = _eliminate_bins(pods, allocs, price, min(plans, key=lambda b: _cost(b, price)))
+    if n >= SMALL_SET and assign is not None and (assign >= 0).all():
+        # the balanced fill once more, straying less from the demand direction: it leaves fewer nodes with
+        # one pod that strands most of a small type, and on some sets that is cheaper
+        strict = _pack_assigned(pods, allocs, price, assign, balanced=True, mu=STRICT_MU)
+        if strict:
+            strict = _eliminate_bins(pods, allocs, price, strict)
+            if _cost(strict, price) < _cost(best, price):
+                best = strict
+    return best

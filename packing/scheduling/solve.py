@@ -46,6 +46,7 @@ from packing.scheduling.preferences import PodContext
 from packing.scheduling.queue import RetryQueue, largest_first
 from packing.scheduling.reasons import Reason
 from packing.scheduling.results import ExistingPlacement, PlannedNodeClaim, Results
+from packing.scheduling.spreadsplit import split_spread_groups
 from packing.scheduling.topology import AFFINITY, ANTI, SPREAD, Topology, TopologyGroup
 from packing.scheduling.vectors import add, vector
 from packing.taints import first_untolerated
@@ -374,8 +375,12 @@ class Solve:
         self._compute_size_caps([c for c in self.ctxs if self._is_constrained(c)])
         order = largest_first(self.ctxs, keys=self.keys)
         simple: list[PodContext] = []
+        # spread groups dealt out to their domains up front go to bulk packing pinned to their domain
+        dealt = split_spread_groups(self, order)
         for ctx in order:
-            if self.greedy or self._is_constrained(ctx):
+            if id(ctx) in dealt:
+                simple.append(ctx)
+            elif self.greedy or self._is_constrained(ctx):
                 if not self._schedule_constrained(ctx):
                     # explained now, while the open claims still reserve the largest size they could
                     # become: that reservation is what a limit refused, and finalizing shrinks it
