@@ -22,6 +22,7 @@ from packing.fields import (
 )
 from packing.nodepool import HOSTNAME_LABEL
 from packing.pods import (
+    SELECTS_NOTHING,
     ContainerResources,
     HostPort,
     LabelSelector,
@@ -174,9 +175,13 @@ def affinity_term(d: Any, path: str, namespace: str) -> PodAffinityTerm:
         as_str(v, f"{path}.namespaces[{i}]")
         for i, v in enumerate(as_list(o.get("namespaces"), f"{path}.namespaces"))
     )
+    ns_sel = label_selector(o.get("namespaceSelector"), f"{path}.namespaceSelector")
     key = as_str(o.get("topologyKey"), f"{path}.topologyKey", required=True)
     # a null selector selects nothing; model it as a requirement no pod can meet
-    selector = sel or LabelSelector(Requirements([Requirement.new("loadmaster.dev/never", "In", ["\x00"])]))
+    selector = sel or SELECTS_NOTHING
+    if ns_sel is not None:
+        # with a namespaceSelector the pod's own namespace counts only when listed or matched
+        return PodAffinityTerm(selector, key, nss, ns_sel)
     return PodAffinityTerm(selector, key, nss or frozenset({namespace}))
 
 

@@ -29,7 +29,7 @@ from packing.nodepool import (
     NODEPOOL_LABEL,
     ZONE_LABEL,
 )
-from packing.pods import HostPort, Pod
+from packing.pods import HostPort, NamespaceScope, Pod
 from packing.requirements import Requirements
 from packing.resources import CPU, MEMORY, PODS, Resources
 from packing.scheduling import reasons
@@ -146,16 +146,14 @@ class Solve:
                 continue
             for p in pods:
                 owned = [
-                    self.topo.group(
-                        ANTI, t.topology_key, t.selector, t.namespaces or frozenset({p.namespace})
-                    )
+                    self.topo.group(ANTI, t.topology_key, t.selector, t.scope(p.namespace))
                     for t in p.anti_affinity
                 ]
                 self.topo.record(p, owned, node.labels)
 
     def register(self, ctx: PodContext) -> None:
         p = ctx.pod
-        own_ns = frozenset({p.namespace})
+        own_ns = NamespaceScope(frozenset({p.namespace}))
         groups: list[TopologyGroup] = []
         for sc in p.spread:
             if sc.when_unsatisfiable == "ScheduleAnyway" and not ctx.schedule_anyway:
@@ -169,14 +167,14 @@ class Solve:
                 )
             )
         for t in p.affinity:
-            groups.append(self.topo.group(AFFINITY, t.topology_key, t.selector, t.namespaces or own_ns))
+            groups.append(self.topo.group(AFFINITY, t.topology_key, t.selector, t.scope(p.namespace)))
         for t in p.anti_affinity:
-            groups.append(self.topo.group(ANTI, t.topology_key, t.selector, t.namespaces or own_ns))
+            groups.append(self.topo.group(ANTI, t.topology_key, t.selector, t.scope(p.namespace)))
         for _, t in ctx.preferred_affinity:
-            groups.append(self.topo.group(AFFINITY, t.topology_key, t.selector, t.namespaces or own_ns))
+            groups.append(self.topo.group(AFFINITY, t.topology_key, t.selector, t.scope(p.namespace)))
         for _, t in ctx.preferred_anti:
             groups.append(
-                self.topo.group(ANTI, t.topology_key, t.selector, t.namespaces or own_ns, symmetric=False)
+                self.topo.group(ANTI, t.topology_key, t.selector, t.scope(p.namespace), symmetric=False)
             )
         ctx.owned = groups
 

@@ -35,8 +35,7 @@ class _Node:
 
 
 def _term_selects(term: PodAffinityTerm, owner: Pod, other: Pod) -> bool:
-    nss = term.namespaces or frozenset({owner.namespace})
-    return other.namespace in nss and term.selector.matches(other.labels)
+    return term.selects(owner.namespace, other)
 
 
 def check_plan(sched: Scheduler, pending: Sequence[Pod], res: Results) -> list[str]:
