@@ -14,6 +14,7 @@ Karpenter's queue re-pushes it). Two departures make the plan cheaper than Karpe
 
 from __future__ import annotations
 
+import operator
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING
@@ -108,7 +109,6 @@ class Solve:
             if p.node_name and p.node_name not in exclude:
                 running_by_node.setdefault(p.node_name, []).append(p)
         pools = {p.name: p for p in s.nodepools}
-        port_daemonsets = [ds for ds in s.daemonsets if ds.pod.host_ports]
         self.nodes: list[ExistingNode] = []
         for spec in sorted(nodes, key=lambda n: (0 if n.kind == "Node" else 1, n.name)):
             used = Resources()
@@ -120,9 +120,15 @@ class Solve:
                 a - u for a, u in zip(vector(spec.allocatable, self.keys), vector(used, self.keys), strict=True)
             )
             pool = pools.get(spec.nodepool or "")
-            self.nodes.append(
-                ExistingNode(spec, free, ports, pool, running_by_node.get(spec.name, ()), port_daemonsets)
-            )
+            node = ExistingNode(spec, free, ports, pool, running_by_node.get(spec.name, ()), s.daemonsets)
+            if node.missing:
+                # the DaemonSet pods that will run there take their room first (Karpenter's remaining daemon
+                # resources); a node already short of it takes no pending pod
+                reserve = Resources()
+                for ds in node.missing:
+                    reserve = reserve + ds.pod.requests
+                node.free = tuple(map(operator.sub, node.free, vector(reserve, self.keys)))
+            self.nodes.append(node)
             if pool is not None:
                 self.limits.count_node(pool.name, spec.capacity or spec.allocatable)
         self.node_by_name = {n.name: n for n in self.nodes}
