@@ -41,7 +41,7 @@ from packing.scheduling.explain import explain
 from packing.scheduling.firstfit import FirstFitIndex
 from packing.scheduling.fit import Fit, Refusal
 from packing.scheduling.limits import LimitUsage
-from packing.scheduling.minvalues import MinValuesPolicy, holders, keep_min_values
+from packing.scheduling.minvalues import MinValuesPolicy, holders, keep_min_values, shortfall_of
 from packing.scheduling.nodeclaim import NodeClaim
 from packing.scheduling.preferences import PodContext
 from packing.scheduling.queue import RetryQueue, largest_first
@@ -458,6 +458,8 @@ class Solve:
         alloc_cache: dict[str, Resources] = {}
         claims = list(self.claims)
         options_of = self._alternatives(claims)
+        if self.any_min_values and self.strict_min_values:
+            claims, options_of = self._drop_truncated_below_min_values(claims, options_of)
         for claim, (names, kept_min) in zip(claims, options_of, strict=True):
             assert claim.chosen is not None and claim.offering is not None
             o, off = claim.chosen, claim.offering
@@ -510,6 +512,28 @@ class Solve:
             res.lower_bound = bound.lower_bound(self.s, res, self.pods)
             res.solve_seconds = time.perf_counter() - self.started
         return res
+
+    def _drop_truncated_below_min_values(
+        self, claims: list[NodeClaim], options_of: list[tuple[list[str], bool]]
+    ) -> tuple[list[NodeClaim], list[tuple[list[str], bool]]]:
+        """Strict minValues after the MAX_OPTIONS cut (Karpenter's Results.TruncateInstanceTypes): a claim whose
+        listed options cannot keep every minimum (minValues on several keys whose values sit on different types
+        can need more than MAX_OPTIONS of them) is not launched, and its pods are unschedulable on its pool with
+        the key, the minimum and the values the options kept."""
+        keep_claims: list[NodeClaim] = []
+        keep_options: list[tuple[list[str], bool]] = []
+        for claim, (names, kept_min) in zip(claims, options_of, strict=True):
+            if kept_min or not claim.has_min_values:
+                keep_claims.append(claim)
+                keep_options.append((names, kept_min))
+                continue
+            by_name = {o.it.name: o for o in claim.tpl.options}
+            short = shortfall_of([by_name[n] for n in names[:MAX_OPTIONS]], claim.base_reqs)
+            assert short is not None
+            why = reasons.min_values_not_met(claim.tpl.name, short.key, short.minimum, short.remaining)
+            for p in claim.pods:
+                self.errors[p.key] = [why]
+        return keep_claims, keep_options
 
     def _alternatives(self, claims: Sequence[NodeClaim]) -> list[tuple[list[str], bool]]:
         """Per claim: its chosen type, then the other types that hold its pods, cheapest first (spot
