@@ -35,8 +35,9 @@ class RetryQueue:
     """Pods that failed, each waiting on the groups (its required spreads and pod affinities) whose counts could
     let it in: only a placement that counts in one of them (a pod the group selects) makes it due again.
 
-    Everything else that decides a place (room, limits, host ports, anti-affinity) only tightens as pods are
-    placed, so a pod with no such group never waits. Due pods come back in the order they first failed (the
+    Everything else that decides a place (room, host ports, anti-affinity) only tightens as pods are placed, so
+    a pod with no such group never waits here. (Limits loosen once the open claims are finalized and their
+    reservations shrink: Solve._retry_under_limits tries the pods they refused then.) Due pods come back in the order they first failed (the
     queue's order), so a chain of affinities is retried link by link, each retry costing one attempt.
     """
 

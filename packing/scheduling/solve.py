@@ -45,7 +45,7 @@ from packing.scheduling.minvalues import MinValuesPolicy, holders, keep_min_valu
 from packing.scheduling.nodeclaim import NodeClaim
 from packing.scheduling.preferences import PodContext
 from packing.scheduling.queue import RetryQueue, largest_first
-from packing.scheduling.reasons import Reason
+from packing.scheduling.reasons import Reason, ReasonKind
 from packing.scheduling.results import ExistingPlacement, PlannedNodeClaim, Results
 from packing.scheduling.topology import AFFINITY, ANTI, SPREAD, Topology, TopologyGroup
 from packing.scheduling.vectors import add, vector
@@ -389,6 +389,8 @@ class Solve:
                 simple.append(ctx)
         self._retry()
         self._finalize_open_claims()
+        if not self.greedy:  # the Karpenter-style baseline keeps every claim's largest reservation to the end
+            self._retry_under_limits()
         rest: list[PodContext] = []
         if self.claims:
             for ctx in simple:
@@ -405,6 +407,35 @@ class Solve:
         if not self.greedy:
             repack_small_groups(self, first_bulk, seq_before)
         return self.results(lower_bound)
+
+    def _retry_under_limits(self) -> None:
+        """Pods a NodePool limit refused, tried again once the open claims are finalized: an open claim
+        reserves the largest capacity it could still become, and its finalized type often leaves room under
+        the limit for a later NodeClaim of that pool (or the pod fits another pool's claim opened since). As
+        Karpenter's queue, a pass that places a pod is followed by another, until one places none."""
+        by_key = {ctx.pod.key: ctx for ctx in self.ctxs}
+        while True:
+            refused = [
+                by_key[k]
+                for k, why in self.errors.items()
+                if k in by_key and any(r.kind == ReasonKind.LIMIT for r in why)
+            ]
+            if not refused:
+                return
+            placed = 0
+            for ctx in largest_first(refused, keys=self.keys):
+                fresh = PodContext(ctx.pod, self.keys)
+                self.register(fresh)
+                if self._schedule_constrained(fresh):
+                    del self.errors[fresh.pod.key]
+                    placed += 1
+                else:
+                    self.errors[fresh.pod.key] = self.explain(fresh)
+            if not placed:
+                return
+            # the placements may count in groups failed pods wait on, and open claims to finalize
+            self._retry()
+            self._finalize_open_claims()
 
     def _finalize_open_claims(self) -> None:
         for claim in self.claims:
