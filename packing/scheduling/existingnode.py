@@ -18,7 +18,7 @@ from packing.pods import HostPort, Pod
 from packing.scheduling import reasons
 from packing.scheduling.fit import FITS, Admission, Refusal
 from packing.scheduling.vectors import Vec, fits
-from packing.taints import EPHEMERAL_TAINT_KEYS, first_untolerated
+from packing.taints import first_untolerated, is_ephemeral
 
 if TYPE_CHECKING:
     from packing.scheduling.preferences import PodContext
@@ -51,7 +51,7 @@ class ExistingNode:
         if not spec.initialized:
             # Karpenter ignores taints that will disappear once the node finishes initialising
             startup = set(pool.startup_taints) if pool else set()
-            taints = tuple(t for t in taints if t not in startup and t.key not in EPHEMERAL_TAINT_KEYS)
+            taints = tuple(t for t in taints if t not in startup and not is_ephemeral(t))
         self.taints = taints
         self.free = free
         self.ports = ports

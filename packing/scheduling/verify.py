@@ -15,7 +15,7 @@ from packing.requirements import Requirement, Requirements
 from packing.resources import Resources
 from packing.scheduling.results import Results
 from packing.scheduling.scheduler import Scheduler
-from packing.taints import EPHEMERAL_TAINT_KEYS, Taint, first_untolerated
+from packing.taints import Taint, first_untolerated, is_ephemeral
 
 __all__ = ["check_plan"]
 
@@ -50,7 +50,7 @@ def check_plan(sched: Scheduler, pending: Sequence[Pod], res: Results) -> list[s
         taints = spec.taints
         if not spec.initialized:
             startup = set(pool.startup_taints) if pool else set()
-            taints = tuple(t for t in taints if t not in startup and t.key not in EPHEMERAL_TAINT_KEYS)
+            taints = tuple(t for t in taints if t not in startup and not is_ephemeral(t))
         labels = dict(spec.labels)
         labels.setdefault(HOSTNAME_LABEL, spec.name)
         n = _Node(
