@@ -204,6 +204,11 @@ def _pod(doc: Mapping[str, Any], out: Inputs, where: str) -> None:
         out.running.append(pod)
         return
     why = _not_provisioned(gates, status)
+    if not why and pod.owner_kind in ("DaemonSet", "Node"):
+        # as Karpenter: a new node would not help a DaemonSet's pod (it waits for its node) or a static pod
+        why = f"owned by {pod.owner_kind} {cut(pod.owner_name, 60)}"
+    if not why and meta.get("deletionTimestamp"):
+        why = "terminating (metadata.deletionTimestamp is set)"
     if why:
         out.ignored.append(IgnoredPod(pod, why))
     else:

@@ -144,6 +144,22 @@ def test_gated_pods_are_listed_as_ignored_not_provisioned_for(tmp_path: Path) ->
     assert [c["pods"] for c in data["nodeclaims"]] == [["default/p"]]
 
 
+def test_daemonset_and_static_pods_and_terminating_pods_are_not_provisioned_for(tmp_path: Path) -> None:
+    ds_pod = pod("agent-x")
+    ds_pod["metadata"]["ownerReferences"] = [{"apiVersion": "apps/v1", "kind": "DaemonSet", "name": "agent", "uid": "u"}]
+    static = pod("etcd-n1")
+    static["metadata"]["ownerReferences"] = [{"apiVersion": "v1", "kind": "Node", "name": "n1", "uid": "n"}]
+    leaving = pod("leaving")
+    leaving["metadata"]["deletionTimestamp"] = "2026-01-01T00:00:00Z"
+    data = plan(tmp_path, ds_pod, static, leaving, pod("p"))
+    assert data["ignored"] == [
+        {"pod": "default/agent-x", "why": "owned by DaemonSet agent"},
+        {"pod": "default/etcd-n1", "why": "owned by Node n1"},
+        {"pod": "default/leaving", "why": "terminating (metadata.deletionTimestamp is set)"},
+    ]
+    assert [c["pods"] for c in data["nodeclaims"]] == [["default/p"]]
+
+
 def test_only_gated_pods_launch_nothing(tmp_path: Path) -> None:
     data = plan(tmp_path, pod("gated", spec={"schedulingGates": [{"name": "example.com/foo"}]}))
     assert data["nodeclaims"] == [] and data["summary"]["pending_pods"] == 0
