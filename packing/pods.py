@@ -185,6 +185,8 @@ class Pod:
     owner_kind: str = ""
     owner_name: str = ""
     uid: str = ""
+    # metadata.deletionTimestamp is set: it still holds its node's resources, but no topology domain counts it
+    terminating: bool = False
     # namespace/name, read far more often than pods are made
     _key: str = field(default="", init=False, repr=False, compare=False)
 
@@ -202,7 +204,7 @@ class Pod:
             self.name, self.namespace, self.labels, self.requests, self.node_selector, self.required_terms,
             self.preferred_terms, self.tolerations, self.spread, self.affinity, self.anti_affinity,
             self.preferred_affinity, self.preferred_anti_affinity, self.host_ports, node_name, self.owner_kind,
-            self.owner_name, self.uid,
+            self.owner_name, self.uid, self.terminating,
         )
 
     def node_requirement_terms(self) -> tuple[Requirements, ...]:

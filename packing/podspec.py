@@ -339,4 +339,5 @@ def parse_pod_spec(
         owner_kind=str(owner.get("kind", "")),
         owner_name=str(owner.get("name", "")),
         uid=as_str(meta.get("uid"), f"{path}metadata.uid"),
+        terminating=bool(meta.get("deletionTimestamp")),
     )

@@ -151,6 +151,8 @@ class Solve:
             if node is None:
                 continue
             for p in pods:
+                if p.terminating:
+                    continue  # as Karpenter's topology: a terminating pod counts in no domain
                 owned = [
                     self.topo.group(ANTI, t.topology_key, t.selector, t.scope(p.namespace))
                     for t in p.anti_affinity

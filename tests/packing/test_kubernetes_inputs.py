@@ -160,6 +160,24 @@ def test_daemonset_and_static_pods_and_terminating_pods_are_not_provisioned_for(
     assert [c["pods"] for c in data["nodeclaims"]] == [["default/p"]]
 
 
+def test_terminating_running_pods_count_in_no_spread_domain() -> None:
+    from tests.engine_builders import ZONE, bound_pod, catalog, existing_node, on_demand_pool, spread
+    from tests.engine_builders import pod as engine_pod
+    from tests.engine_builders import solve as engine_solve
+
+    zone = (spread(ZONE, app="w"),)
+    nodes = [existing_node("n1", zone="us-east-1a", cpu="1", memory="1Gi")]
+    old = [bound_pod(f"old-{i}", "n1", "10m", "16Mi", labels={"app": "w"}) for i in range(3)]
+    new = [engine_pod(f"p{i}", "1", "1Gi", labels={"app": "w"}, spread=zone) for i in range(3)]
+    kw = {"cat": catalog(), "existing_nodes": nodes}
+    _, r = engine_solve(new, [on_demand_pool()], running_pods=old, **kw)
+    assert not r.unschedulable and "us-east-1a" not in {c.zone for c in r.nodeclaims}
+    for p in old:
+        p.terminating = True
+    _, r = engine_solve(new, [on_demand_pool()], running_pods=old, **kw)
+    assert sorted(c.zone for c in r.nodeclaims for _ in c.pods) == ["us-east-1a", "us-east-1b", "us-east-1c"]
+
+
 def test_only_gated_pods_launch_nothing(tmp_path: Path) -> None:
     data = plan(tmp_path, pod("gated", spec={"schedulingGates": [{"name": "example.com/foo"}]}))
     assert data["nodeclaims"] == [] and data["summary"]["pending_pods"] == 0
