@@ -240,6 +240,7 @@ def _node(doc: Mapping[str, Any], out: Inputs, where: str) -> None:
             kind="Node",
             provider_id=as_str(spec.get("providerID"), "spec.providerID"),
             capacity=cap or alloc,
+            deleting=bool(meta.get("deletionTimestamp")),
         )
     )
 
@@ -269,6 +270,7 @@ def _nodeclaim(doc: Mapping[str, Any], out: Inputs, where: str) -> None:
         kind="NodeClaim",
         provider_id=as_str(status.get("providerID"), "status.providerID"),
         capacity=cap or None,
+        deleting=bool(meta.get("deletionTimestamp")),
     )
     out.nodeclaims.append((spec_obj, node_name))
 

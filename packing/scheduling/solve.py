@@ -137,7 +137,8 @@ class Solve:
         self.taken_names = set(self.node_by_name) | {n.labels[HOSTNAME_LABEL] for n in self.nodes}
         # pods that failed, until a placement counted by their groups makes them due again (see _retry)
         self.retry = RetryQueue()
-        self.node_index = FirstFitIndex(self.nodes)
+        # a node marked for deletion still holds its pods (topology, limits) but takes no pending pod
+        self.node_index = FirstFitIndex([n for n in self.nodes if not n.spec.deleting])
         self._domain_cache: dict[tuple[str, tuple[Requirements, ...]], frozenset[str]] = {}
         self._setup_topology(running_by_node)
 

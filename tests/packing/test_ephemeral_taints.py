@@ -1,5 +1,5 @@
-"""Taints an uninitialized node carries while it boots, which Karpenter ignores when placing pods on it: its known
-ephemeral taints (matched on key and effect) and any readiness.k8s.io/ taint."""
+"""Existing nodes pods may not go on: an uninitialized node ignores only the taints Karpenter expects to go away (its
+known ephemeral taints, matched on key and effect, and any readiness.k8s.io/ taint), and a node marked for deletion takes none."""
 
 from __future__ import annotations
 
@@ -40,3 +40,14 @@ def test_an_uninitialized_node_ignores_only_ephemeral_taints(taint: Taint, place
     n = existing_node("n1", initialized=True, taints=(taint,))
     r = Scheduler([on_demand_pool()], catalog(), [n]).solve([pod("p", "100m", "128Mi")])
     assert r.existing[0].pods == []
+
+
+def test_a_node_marked_for_deletion_takes_no_pending_pod() -> None:
+    import dataclasses
+
+    n = existing_node("n1")
+    r = Scheduler([on_demand_pool()], catalog(), [n]).solve([pod("p", "100m", "128Mi")])
+    assert r.existing[0].pods != [] and r.nodeclaims == []
+    gone = dataclasses.replace(n, deleting=True)
+    r = Scheduler([on_demand_pool()], catalog(), [gone]).solve([pod("p", "100m", "128Mi")])
+    assert r.existing[0].pods == [] and len(r.nodeclaims) == 1
