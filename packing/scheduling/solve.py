@@ -110,7 +110,8 @@ class Solve:
                 running_by_node.setdefault(p.node_name, []).append(p)
         pools = {p.name: p for p in s.nodepools}
         self.nodes: list[ExistingNode] = []
-        for spec in sorted(nodes, key=lambda n: (0 if n.kind == "Node" else 1, n.name)):
+        # initialized nodes first, as Karpenter's sortExistingNodes (a node still booting is tried last)
+        for spec in sorted(nodes, key=lambda n: (not n.initialized, n.kind != "Node", n.name)):
             used = Resources()
             ports: list[HostPort] = []
             for p in running_by_node.get(spec.name, ()):

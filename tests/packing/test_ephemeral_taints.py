@@ -1,5 +1,5 @@
 """Existing nodes pods may not go on: an uninitialized node ignores only the taints Karpenter expects to go away (its
-known ephemeral taints, matched on key and effect, and any readiness.k8s.io/ taint), and a node marked for deletion takes none."""
+known ephemeral taints, matched on key and effect, and any readiness.k8s.io/ taint), and a node marked for deletion takes none; initialized nodes are tried first."""
 
 from __future__ import annotations
 
@@ -51,3 +51,10 @@ def test_a_node_marked_for_deletion_takes_no_pending_pod() -> None:
     gone = dataclasses.replace(n, deleting=True)
     r = Scheduler([on_demand_pool()], catalog(), [gone]).solve([pod("p", "100m", "128Mi")])
     assert r.existing[0].pods == [] and len(r.nodeclaims) == 1
+
+
+def test_initialized_nodes_are_filled_first() -> None:
+    booting = [existing_node(f"n{i}", initialized=False) for i in (1, 2, 4)]
+    ready = existing_node("n3")
+    r = Scheduler([on_demand_pool()], catalog(), [*booting, ready]).solve([pod("p", "100m", "128Mi")])
+    assert [e.name for e in r.existing if e.pods] == ["n3"]
