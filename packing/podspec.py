@@ -288,9 +288,16 @@ def parse_pod_spec(
                 f"{tp}.whenUnsatisfiable", f"must be DoNotSchedule or ScheduleAnyway, got {brief(when)}"
             )
         skew = as_int(to.get("maxSkew"), f"{tp}.maxSkew", 1, lo=1)
-        sel = label_selector(to.get("labelSelector"), f"{tp}.labelSelector") or LabelSelector(
-            Requirements([Requirement.new("loadmaster.dev/never", "In", ["\x00"])])
-        )
+        sel = label_selector(to.get("labelSelector"), f"{tp}.labelSelector") or SELECTS_NOTHING
+        keys = [
+            as_str(k, f"{tp}.matchLabelKeys[{j}]")
+            for j, k in enumerate(as_list(to.get("matchLabelKeys"), f"{tp}.matchLabelKeys"))
+        ]
+        # as the API server does: each key the pod carries narrows the selector to the pod's own value (a
+        # Deployment's pod-template-hash spreads each revision on its own); a key it lacks is ignored
+        extra = [Requirement.new(k, "In", [labels[k]]) for k in keys if k in labels]
+        if extra and sel is not SELECTS_NOTHING:
+            sel = LabelSelector(Requirements([*sel.requirements.values(), *extra]))
         spreads.append(
             TopologySpread(
                 skew,

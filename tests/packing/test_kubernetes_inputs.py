@@ -178,6 +178,26 @@ def test_terminating_running_pods_count_in_no_spread_domain() -> None:
     assert sorted(c.zone for c in r.nodeclaims for _ in c.pods) == ["us-east-1a", "us-east-1b", "us-east-1c"]
 
 
+def test_match_label_keys_narrow_the_spread_to_the_pods_own_value() -> None:
+    from packing.podspec import parse_pod_spec
+
+    spread = {"maxSkew": 1, "topologyKey": "kubernetes.io/hostname", "labelSelector": {"matchLabels": {"app": "w"}},
+              "matchLabelKeys": ["pod-template-hash", "absent"]}  # fmt: skip
+    meta = {"labels": {"app": "w", "pod-template-hash": "abc"}}
+    p = parse_pod_spec(meta, {"containers": [], "topologySpreadConstraints": [spread]}, "", name="p", namespace="d")
+    (sc,) = p.spread
+    assert sc.selector.matches({"app": "w", "pod-template-hash": "abc"})
+    assert not sc.selector.matches({"app": "w", "pod-template-hash": "def"})
+    assert not sc.selector.matches({"app": "w"})
+
+
+def test_bad_match_label_keys_exit_2(tmp_path: Path) -> None:
+    spread = {"maxSkew": 1, "topologyKey": "kubernetes.io/hostname", "labelSelector": {"matchLabels": {"app": "p"}},
+              "matchLabelKeys": "pod-template-hash"}  # fmt: skip
+    err = bad(tmp_path, pod("p", spec={"topologySpreadConstraints": [spread]}))
+    assert "spec.topologySpreadConstraints[0].matchLabelKeys: " in err, err
+
+
 def test_only_gated_pods_launch_nothing(tmp_path: Path) -> None:
     data = plan(tmp_path, pod("gated", spec={"schedulingGates": [{"name": "example.com/foo"}]}))
     assert data["nodeclaims"] == [] and data["summary"]["pending_pods"] == 0
