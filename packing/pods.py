@@ -149,6 +149,9 @@ class TopologySpread:
     when_unsatisfiable: str  # DoNotSchedule | ScheduleAnyway
     selector: LabelSelector
     min_domains: int = 1
+    # nodeAffinityPolicy: Honor (the default) counts only the nodes the pod's node affinity and nodeSelector
+    # admit as domains; Ignore counts every node
+    honor_node_affinity: bool = True
 
 
 @dataclass(frozen=True, slots=True)

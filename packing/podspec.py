@@ -288,6 +288,9 @@ def parse_pod_spec(
                 f"{tp}.whenUnsatisfiable", f"must be DoNotSchedule or ScheduleAnyway, got {brief(when)}"
             )
         skew = as_int(to.get("maxSkew"), f"{tp}.maxSkew", 1, lo=1)
+        policy = as_str(to.get("nodeAffinityPolicy"), f"{tp}.nodeAffinityPolicy", default="Honor")
+        if policy not in ("Honor", "Ignore"):
+            raise FieldError(f"{tp}.nodeAffinityPolicy", f"must be Honor or Ignore, got {brief(policy)}")
         sel = label_selector(to.get("labelSelector"), f"{tp}.labelSelector") or SELECTS_NOTHING
         keys = [
             as_str(k, f"{tp}.matchLabelKeys[{j}]")
@@ -305,6 +308,7 @@ def parse_pod_spec(
                 when,
                 sel,
                 as_int(to.get("minDomains"), f"{tp}.minDomains", 1, lo=1),
+                honor_node_affinity=policy == "Honor",
             )
         )
     ports = []

@@ -140,7 +140,7 @@ class Solve:
         self.retry = RetryQueue()
         # a node marked for deletion still holds its pods (topology, limits) but takes no pending pod
         self.node_index = FirstFitIndex([n for n in self.nodes if not n.spec.deleting])
-        self._domain_cache: dict[tuple[str, tuple[Requirements, ...]], frozenset[str]] = {}
+        self._domain_cache: dict[tuple[str, tuple[Requirements, ...], bool], frozenset[str]] = {}
         self._setup_topology(running_by_node)
 
     # ----------------------------------------------------------------- topology
@@ -170,7 +170,7 @@ class Solve:
                 continue
             domains: frozenset[str] = frozenset()
             if sc.topology_key != HOSTNAME_LABEL:
-                domains = self._spread_domains(sc.topology_key, ctx.terms)
+                domains = self._spread_domains(sc.topology_key, ctx.terms, honor=sc.honor_node_affinity)
             groups.append(
                 self.topo.group(
                     SPREAD, sc.topology_key, sc.selector, own_ns, sc.max_skew, sc.min_domains, domains
@@ -188,10 +188,11 @@ class Solve:
             )
         ctx.owned = groups
 
-    def _spread_domains(self, key: str, terms: tuple[Requirements, ...]) -> frozenset[str]:
-        """Domains a spread constraint counts: values reachable through the pools or present on nodes,
-        restricted to those the pod's node affinity allows (Kubernetes' nodeAffinityPolicy: Honor)."""
-        ck = (key, terms)
+    def _spread_domains(self, key: str, terms: tuple[Requirements, ...], *, honor: bool = True) -> frozenset[str]:
+        """Domains a spread constraint counts: values reachable through the pools or present on nodes. With
+        Kubernetes' nodeAffinityPolicy Honor (the default), only the values the pod's node affinity allows, and
+        only the nodes whose labels it admits; with Ignore, every value."""
+        ck = (key, terms, honor)
         hit = self._domain_cache.get(ck)
         if hit is None:
             vals: set[str] = set()
@@ -199,9 +200,12 @@ class Solve:
                 vals.update(tpl.domains(key))
             for n in self.nodes:
                 nv = n.labels.get(key)
-                if nv is not None:
+                if nv is not None and (not honor or any(t.matches(n.labels) for t in terms)):
                     vals.add(nv)
-            hit = frozenset(v for v in vals if any(t.get(key) is None or t[key].has(v) for t in terms))
+            if honor:
+                hit = frozenset(v for v in vals if any(t.get(key) is None or t[key].has(v) for t in terms))
+            else:
+                hit = frozenset(vals)
             self._domain_cache[ck] = hit
         return hit
 

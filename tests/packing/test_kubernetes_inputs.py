@@ -4,6 +4,7 @@ the bad input of each new field (exit 2, one line naming file, document and fiel
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import json
 from pathlib import Path
@@ -196,6 +197,36 @@ def test_bad_match_label_keys_exit_2(tmp_path: Path) -> None:
               "matchLabelKeys": "pod-template-hash"}  # fmt: skip
     err = bad(tmp_path, pod("p", spec={"topologySpreadConstraints": [spread]}))
     assert "spec.topologySpreadConstraints[0].matchLabelKeys: " in err, err
+
+
+@pytest.mark.parametrize(("policy", "honor"), [(None, True), ("Honor", True), ("Ignore", False)])
+def test_node_affinity_policy_is_read(policy: str | None, honor: bool) -> None:
+    from packing.podspec import parse_pod_spec
+
+    spread: dict[str, Any] = {"maxSkew": 1, "topologyKey": "zone", "labelSelector": {"matchLabels": {"a": "b"}}}
+    if policy:
+        spread["nodeAffinityPolicy"] = policy
+    p = parse_pod_spec({}, {"containers": [], "topologySpreadConstraints": [spread]}, "", name="p", namespace="d")
+    assert p.spread[0].honor_node_affinity is honor
+
+
+def test_honor_leaves_out_the_domains_of_nodes_the_pod_cannot_use() -> None:
+    from tests.engine_builders import ZONE, catalog, existing_node, on_demand_pool, spread
+    from tests.engine_builders import pod as engine_pod
+    from tests.engine_builders import solve as engine_solve
+
+    # a node in a zone no pool offers, whose labels the pods' nodeSelector refuses: it is no domain under Honor
+    odd = existing_node("n1", zone="us-east-1z", cpu="100m", memory="128Mi", labels={"disk": "hdd"})
+    sc = spread(ZONE, app="w")
+    pods = [engine_pod(f"p{i}", "1", "1Gi", labels={"app": "w"}, spread=(sc,), node_selector={"disk": "ssd"})
+            for i in range(6)]  # fmt: skip
+    pool = on_demand_pool(labels={"disk": "ssd"})
+    _, r = engine_solve(pods, [pool], cat=catalog(), existing_nodes=[odd])
+    assert not r.unschedulable
+    ignore = [engine_pod(p.name, "1", "1Gi", labels={"app": "w"}, node_selector={"disk": "ssd"},
+                         spread=(dataclasses.replace(sc, honor_node_affinity=False),)) for p in pods]  # fmt: skip
+    _, r = engine_solve(ignore, [pool], cat=catalog(), existing_nodes=[odd])
+    assert len(r.unschedulable) == 3  # the empty zone us-east-1z caps every other zone at one pod
 
 
 def test_only_gated_pods_launch_nothing(tmp_path: Path) -> None:
