@@ -80,3 +80,9 @@ class RetryQueue:
         due = sorted(self._due.items(), key=lambda kv: kv[0])
         self._due = {}
         return due
+
+    def forget(self, pod_key: str) -> None:
+        """A waiting pod was placed another way (a retry under limits): it is due no more."""
+        for pending in (self._waiting, self._due):
+            for seq in [s for s, ctx in pending.items() if ctx.pod.key == pod_key]:
+                del pending[seq]

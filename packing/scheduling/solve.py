@@ -436,6 +436,7 @@ class Solve:
                 self.register(fresh)
                 if self._schedule_constrained(fresh):
                     del self.errors[fresh.pod.key]
+                    self.retry.forget(fresh.pod.key)  # it may also wait on a spread or affinity
                     placed += 1
                 else:
                     self.errors[fresh.pod.key] = self.explain(fresh)
