@@ -132,9 +132,17 @@ def buffer_documents(buffers: Sequence[Any]) -> list[dict[str, Any]]:
     return [b.manifest() for b in buffers]
 
 
+def _named(doc: Mapping[str, Any]) -> str:
+    """`Kind namespace/name` of a refused object for the log, whatever its metadata holds (the object is refused
+    for a reason: its metadata may be a string, a list, or missing)."""
+    meta = doc.get("metadata")
+    if not isinstance(meta, Mapping):
+        return f"{str(doc.get('kind'))[:60]} (metadata {'missing' if meta is None else type(meta).__name__})"
+    return f"{str(doc.get('kind'))[:60]} {str(meta.get('namespace') or '')[:60]}/{str(meta.get('name'))[:60]}"
+
+
 def _refused(doc: Mapping[str, Any], exc: Exception) -> None:
-    meta = doc.get("metadata") or {}
-    log.warning("skipping %s %s/%s: %s", doc.get("kind"), meta.get("namespace", ""), meta.get("name"), exc)
+    log.warning("skipping %s: %s", _named(doc), exc)
 
 
 def read_objects(docs: Iterable[Mapping[str, Any]], inputs: api.Inputs, extras: api.Extras | None = None) -> None:

@@ -43,9 +43,9 @@ def _anti_affinity_nodes(placed: Sequence[Pod]) -> int:
         for t in p.anti_affinity:
             if t.topology_key != HOSTNAME_LABEL:
                 continue
-            nss = t.namespaces or frozenset({p.namespace})
-            if p.namespace in nss and t.selector.matches(p.labels):
-                k = (t.selector, nss, p.namespace, frozenset(p.labels.items()))
+            # pods of one namespace and label set whose term selects themselves exclude each other pairwise
+            if t.selects(p.namespace, p):
+                k = (t.selector, t.scope(p.namespace), p.namespace, frozenset(p.labels.items()))
                 groups[k] = groups.get(k, 0) + 1
     return max(groups.values(), default=0)
 

@@ -47,7 +47,14 @@ from packing.nodepool import (
     NodePool,
     PodDisruptionBudget,
 )
-from packing.pods import IgnoredPod, LabelSelector, Pod
+from packing.pods import (
+    NAMESPACE_NAME_LABEL,
+    SELECTS_NOTHING,
+    IgnoredPod,
+    LabelSelector,
+    Pod,
+    PodAffinityTerm,
+)
 from packing.podspec import (
     label_selector,
     parse_pod_spec,
@@ -127,6 +134,8 @@ class Inputs:
     workloads: list[Workload] = field(default_factory=list)
     buffers: list[CapacityBuffer] = field(default_factory=list)  # packing.buffers: headroom as virtual pods
     pod_templates: dict[tuple[str, str], Pod] = field(default_factory=dict)  # (namespace, name) -> its pod
+    # the labels of each v1 Namespace read, by name: what pod (anti-)affinity namespaceSelectors match
+    namespaces: dict[str, dict[str, str]] = field(default_factory=dict)
     skipped: dict[str, int] = field(default_factory=dict)
     # where each InstanceType was read ("file: document N"), to name both places of a duplicate
     origins: dict[str, str] = field(default_factory=dict)
@@ -197,10 +206,23 @@ def _pod(doc: Mapping[str, Any], out: Inputs, where: str) -> None:
         out.running.append(pod)
         return
     why = _not_provisioned(gates, status)
+    if not why and pod.owner_kind in ("DaemonSet", "Node"):
+        # as Karpenter: a new node would not help a DaemonSet's pod (it waits for its node) or a static pod
+        why = f"owned by {pod.owner_kind} {cut(pod.owner_name, 60)}"
+    if not why and meta.get("deletionTimestamp"):
+        why = "terminating (metadata.deletionTimestamp is set)"
     if why:
         out.ignored.append(IgnoredPod(pod, why))
     else:
         out.pending.append(pod)
+
+
+def _namespace(doc: Mapping[str, Any], out: Inputs, where: str) -> None:
+    meta, name, _ = _meta(doc)
+    labels = str_map(meta.get("labels"), "metadata.labels")
+    # the API server sets this label on every Namespace; a hand-written one may lack it
+    labels.setdefault(NAMESPACE_NAME_LABEL, name)
+    out.namespaces[name] = labels
 
 
 def _node(doc: Mapping[str, Any], out: Inputs, where: str) -> None:
@@ -220,6 +242,7 @@ def _node(doc: Mapping[str, Any], out: Inputs, where: str) -> None:
             kind="Node",
             provider_id=as_str(spec.get("providerID"), "spec.providerID"),
             capacity=cap or alloc,
+            deleting=bool(meta.get("deletionTimestamp")),
         )
     )
 
@@ -249,6 +272,7 @@ def _nodeclaim(doc: Mapping[str, Any], out: Inputs, where: str) -> None:
         kind="NodeClaim",
         provider_id=as_str(status.get("providerID"), "status.providerID"),
         capacity=cap or None,
+        deleting=bool(meta.get("deletionTimestamp")),
     )
     out.nodeclaims.append((spec_obj, node_name))
 
@@ -401,6 +425,7 @@ def _pod_template(doc: Mapping[str, Any], out: Inputs, where: str) -> None:
 _READERS: dict[tuple[str, str], Callable[[Mapping[str, Any], Inputs, str], None]] = {
     ("", "Pod"): _pod,
     ("", "Node"): _node,
+    ("", "Namespace"): _namespace,
     ("karpenter.sh", "NodeClaim"): _nodeclaim,
     ("karpenter.sh", "NodePool"): _nodepool,
     ("karpenter.k8s.aws", "EC2NodeClass"): _nodeclass,
@@ -448,7 +473,7 @@ def add_object(doc: Mapping[str, Any], out: Inputs, where: str = "") -> None:
 
 
 # kinds whose objects have no namespace: a stray metadata.namespace does not make two of them different
-_CLUSTER_SCOPED = frozenset({"Node", "NodeClaim", "NodePool", "EC2NodeClass", "InstanceType"})
+_CLUSTER_SCOPED = frozenset({"Namespace", "Node", "NodeClaim", "NodePool", "EC2NodeClass", "InstanceType"})
 
 
 def _object_key(doc: Mapping[str, Any], kind: str) -> tuple[str, str, str]:
@@ -618,3 +643,39 @@ def expand_workloads(inp: Inputs) -> None:
                 inp.ignored.append(IgnoredPod(pod, _not_provisioned(w.gates, {})))
             else:
                 inp.pending.append(pod)
+    _resolve_namespace_selectors(inp)
+
+
+def _resolve_namespace_selectors(inp: Inputs) -> None:
+    """Turn each non-empty podAffinityTerm.namespaceSelector into the namespaces it selects, matched against the
+    labels of the Namespace objects read (a namespace known only from its pods has just its
+    kubernetes.io/metadata.name label, which is also what the engine assumes when no term is resolved). Only the
+    namespaces of the input can hold a pod the term counts. An empty selector ({}) selects every namespace and is
+    left as it is. Runs after the workloads' pods are stamped out."""
+    if not inp.namespaces:
+        return
+    known = dict.fromkeys(
+        [p.namespace for p in (*inp.pending, *inp.running, *(i.pod for i in inp.ignored))], None
+    )
+    labels = {ns: {NAMESPACE_NAME_LABEL: ns} for ns in known} | inp.namespaces
+
+    def resolved(t: PodAffinityTerm) -> PodAffinityTerm:
+        sel = t.namespace_selector
+        if sel is None or sel is SELECTS_NOTHING or not sel.requirements:
+            return t
+        picked = frozenset(ns for ns, lab in labels.items() if sel.matches(lab))
+        return dataclasses.replace(t, namespaces=t.namespaces | picked, namespace_selector=SELECTS_NOTHING)
+
+    for p in (*inp.pending, *inp.running, *(i.pod for i in inp.ignored)):
+        terms = (
+            *p.affinity,
+            *p.anti_affinity,
+            *(t for _, t in p.preferred_affinity),
+            *(t for _, t in p.preferred_anti_affinity),
+        )
+        if all(t.namespace_selector is None for t in terms):
+            continue
+        p.affinity = tuple(resolved(t) for t in p.affinity)
+        p.anti_affinity = tuple(resolved(t) for t in p.anti_affinity)
+        p.preferred_affinity = tuple((w, resolved(t)) for w, t in p.preferred_affinity)
+        p.preferred_anti_affinity = tuple((w, resolved(t)) for w, t in p.preferred_anti_affinity)

@@ -165,6 +165,8 @@ class ExistingNodeSpec:
     kind: str = "Node"
     provider_id: str = ""
     capacity: Resources | None = None
+    # metadata.deletionTimestamp is set: Karpenter places no pending pod on a node marked for deletion
+    deleting: bool = False
 
     @property
     def nodepool(self) -> str | None:

@@ -14,8 +14,11 @@ __all__ = [
     "HostPort",
     "IgnoredPod",
     "LabelSelector",
+    "NAMESPACE_NAME_LABEL",
+    "NamespaceScope",
     "Pod",
     "PodAffinityTerm",
+    "SELECTS_NOTHING",
     "TopologySpread",
     "container_requests",
     "containers_requests",
@@ -96,11 +99,47 @@ class LabelSelector:
         return ", ".join(str(r) for r in self.requirements.values()) or "(all)"
 
 
+NAMESPACE_NAME_LABEL = "kubernetes.io/metadata.name"  # the label the API server puts on every Namespace
+
+
+# a selector no labels satisfy: what a null labelSelector selects, and what a namespaceSelector resolved against
+# the input's namespaces leaves for the namespaces it did not list
+SELECTS_NOTHING = LabelSelector(Requirements([Requirement.new("loadmaster.dev/never", "In", ["\x00"])]))
+
+
+@dataclass(frozen=True, slots=True)
+class NamespaceScope:
+    """The namespaces whose pods an affinity term (or spread) counts: `names`, plus those whose labels
+    `selector` matches (an empty selector matches every namespace). A namespace whose labels are not known
+    (no Namespace object in the input) has only its kubernetes.io/metadata.name label."""
+
+    names: frozenset[str]
+    selector: LabelSelector | None = None
+
+    def contains(self, namespace: str) -> bool:
+        if namespace in self.names:
+            return True
+        return self.selector is not None and self.selector.matches({NAMESPACE_NAME_LABEL: namespace})
+
+
 @dataclass(frozen=True, slots=True)
 class PodAffinityTerm:
     selector: LabelSelector
     topology_key: str
-    namespaces: frozenset[str] = frozenset()  # empty: the pod's own namespace
+    namespaces: frozenset[str] = frozenset()  # empty (and no namespace_selector): the pod's own namespace
+    # podAffinityTerm.namespaceSelector: {} selects every namespace; else the namespaces whose labels match
+    namespace_selector: LabelSelector | None = None
+
+    def scope(self, own_namespace: str) -> NamespaceScope:
+        """The namespaces this term of a pod in `own_namespace` counts (kube-scheduler's rule: the pod's own
+        namespace only when neither `namespaces` nor `namespaceSelector` is given)."""
+        if self.namespace_selector is None:
+            return NamespaceScope(self.namespaces or frozenset({own_namespace}))
+        return NamespaceScope(self.namespaces, self.namespace_selector)
+
+    def selects(self, owner_namespace: str, other: Pod) -> bool:
+        """Whether this term of a pod in `owner_namespace` counts `other`."""
+        return self.scope(owner_namespace).contains(other.namespace) and self.selector.matches(other.labels)
 
 
 @dataclass(frozen=True, slots=True)
@@ -110,6 +149,9 @@ class TopologySpread:
     when_unsatisfiable: str  # DoNotSchedule | ScheduleAnyway
     selector: LabelSelector
     min_domains: int = 1
+    # nodeAffinityPolicy: Honor (the default) counts only the nodes the pod's node affinity and nodeSelector
+    # admit as domains; Ignore counts every node
+    honor_node_affinity: bool = True
 
 
 @dataclass(frozen=True, slots=True)
@@ -146,6 +188,8 @@ class Pod:
     owner_kind: str = ""
     owner_name: str = ""
     uid: str = ""
+    # metadata.deletionTimestamp is set: it still holds its node's resources, but no topology domain counts it
+    terminating: bool = False
     # namespace/name, read far more often than pods are made
     _key: str = field(default="", init=False, repr=False, compare=False)
 
@@ -163,7 +207,7 @@ class Pod:
             self.name, self.namespace, self.labels, self.requests, self.node_selector, self.required_terms,
             self.preferred_terms, self.tolerations, self.spread, self.affinity, self.anti_affinity,
             self.preferred_affinity, self.preferred_anti_affinity, self.host_ports, node_name, self.owner_kind,
-            self.owner_name, self.uid,
+            self.owner_name, self.uid, self.terminating,
         )
 
     def node_requirement_terms(self) -> tuple[Requirements, ...]:

@@ -22,6 +22,7 @@ from packing.fields import (
 )
 from packing.nodepool import HOSTNAME_LABEL
 from packing.pods import (
+    SELECTS_NOTHING,
     ContainerResources,
     HostPort,
     LabelSelector,
@@ -175,9 +176,13 @@ def affinity_term(d: Any, path: str, namespace: str) -> PodAffinityTerm:
         as_str(v, f"{path}.namespaces[{i}]")
         for i, v in enumerate(as_list(o.get("namespaces"), f"{path}.namespaces"))
     )
+    ns_sel = label_selector(o.get("namespaceSelector"), f"{path}.namespaceSelector")
     key = as_str(o.get("topologyKey"), f"{path}.topologyKey", required=True)
     # a null selector selects nothing; model it as a requirement no pod can meet
-    selector = sel or LabelSelector(Requirements([Requirement.new("loadmaster.dev/never", "In", ["\x00"])]))
+    selector = sel or SELECTS_NOTHING
+    if ns_sel is not None:
+        # with a namespaceSelector the pod's own namespace counts only when listed or matched
+        return PodAffinityTerm(selector, key, nss, ns_sel)
     return PodAffinityTerm(selector, key, nss or frozenset({namespace}))
 
 
@@ -284,9 +289,19 @@ def parse_pod_spec(
                 f"{tp}.whenUnsatisfiable", f"must be DoNotSchedule or ScheduleAnyway, got {brief(when)}"
             )
         skew = as_int(to.get("maxSkew"), f"{tp}.maxSkew", 1, lo=1)
-        sel = label_selector(to.get("labelSelector"), f"{tp}.labelSelector") or LabelSelector(
-            Requirements([Requirement.new("loadmaster.dev/never", "In", ["\x00"])])
-        )
+        policy = as_str(to.get("nodeAffinityPolicy"), f"{tp}.nodeAffinityPolicy", default="Honor")
+        if policy not in ("Honor", "Ignore"):
+            raise FieldError(f"{tp}.nodeAffinityPolicy", f"must be Honor or Ignore, got {brief(policy)}")
+        sel = label_selector(to.get("labelSelector"), f"{tp}.labelSelector") or SELECTS_NOTHING
+        keys = [
+            as_str(k, f"{tp}.matchLabelKeys[{j}]")
+            for j, k in enumerate(as_list(to.get("matchLabelKeys"), f"{tp}.matchLabelKeys"))
+        ]
+        # as the API server does: each key the pod carries narrows the selector to the pod's own value (a
+        # Deployment's pod-template-hash spreads each revision on its own); a key it lacks is ignored
+        extra = [Requirement.new(k, "In", [labels[k]]) for k in keys if k in labels]
+        if extra and sel is not SELECTS_NOTHING:
+            sel = LabelSelector(Requirements([*sel.requirements.values(), *extra]))
         spreads.append(
             TopologySpread(
                 skew,
@@ -294,6 +309,7 @@ def parse_pod_spec(
                 when,
                 sel,
                 as_int(to.get("minDomains"), f"{tp}.minDomains", 1, lo=1),
+                honor_node_affinity=policy == "Honor",
             )
         )
     ports = []
@@ -335,6 +351,7 @@ def parse_pod_spec(
         owner_kind=str(owner.get("kind", "")),
         owner_name=str(owner.get("name", "")),
         uid=as_str(meta.get("uid"), f"{path}metadata.uid"),
+        terminating=bool(meta.get("deletionTimestamp")),
     )
 
 

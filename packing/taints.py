@@ -7,11 +7,13 @@ from dataclasses import dataclass
 
 __all__ = [
     "EFFECTS",
-    "EPHEMERAL_TAINT_KEYS",
+    "EPHEMERAL_TAINTS",
+    "EPHEMERAL_TAINT_PREFIXES",
     "TOLERATION_OPERATORS",
     "Taint",
     "Toleration",
     "first_untolerated",
+    "is_ephemeral",
     "taint_number",
 ]
 
@@ -20,14 +22,25 @@ EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
 # TaintTolerationComparisonOperators)
 TOLERATION_OPERATORS = ("Equal", "Exists", "Gt", "Lt")
 _INT64_MAX = 2**63 - 1
-# Taints a node carries only while it boots; Karpenter ignores them when simulating an uninitialized node.
-EPHEMERAL_TAINT_KEYS = frozenset(
+# Taints a node carries only while it boots; Karpenter ignores them when simulating an uninitialized node. Matched
+# as Kubernetes matches taints, on key and effect (KnownEphemeralTaints in Karpenter's pkg/scheduling/taints.go):
+# node.kubernetes.io/unreachable:NoExecute, the node controller's eviction taint, is not one of them.
+EPHEMERAL_TAINTS = frozenset(
     {
-        "node.kubernetes.io/not-ready",
-        "node.kubernetes.io/unreachable",
-        "node.cloudprovider.kubernetes.io/uninitialized",
+        ("node.kubernetes.io/not-ready", "NoSchedule"),
+        ("node.kubernetes.io/not-ready", "NoExecute"),
+        ("node.kubernetes.io/unreachable", "NoSchedule"),
+        ("node.cloudprovider.kubernetes.io/uninitialized", "NoSchedule"),
+        ("karpenter.sh/unregistered", "NoExecute"),
     }
 )
+# taint keys ephemeral with any suffix and effect (the Node Readiness Controller's readiness.k8s.io/<rule>)
+EPHEMERAL_TAINT_PREFIXES = ("readiness.k8s.io/",)
+
+
+def is_ephemeral(taint: Taint) -> bool:
+    """Whether an uninitialized node's taint is one Karpenter expects to go away (and so ignores)."""
+    return (taint.key, taint.effect) in EPHEMERAL_TAINTS or taint.key.startswith(EPHEMERAL_TAINT_PREFIXES)
 
 
 @dataclass(frozen=True, slots=True)

@@ -7,7 +7,9 @@ and its requests fit the node's allocatable minus what the pods already bound th
 the fitting nodes the least allocated wins (the default scheduler spreads), ties by name.
 
 A pod that fits nowhere gets PodScheduled=False/Unschedulable with a message in the scheduler's
-words; that is what makes it pending to the provisioner. Pod (anti-)affinity, topology spread and
+words; that is what makes it pending to the provisioner. A pod with spec.schedulingGates is never
+bound: as kube-scheduler, it waits with PodScheduled=False/SchedulingGated until its gates are
+removed, and so is not pending to the provisioner either. Pod (anti-)affinity, topology spread and
 host ports are not simulated.
 
 Pod specs are parsed by packing.kubeobjects, the engine's own parser, so the simulation and the
@@ -58,6 +60,12 @@ class _Node:
 class ScheduleReport:
     bound: list[str] = field(default_factory=list)
     unschedulable: list[str] = field(default_factory=list)
+    gated: list[str] = field(default_factory=list)
+
+
+# what the API server and kube-scheduler say of a pod that still has scheduling gates
+GATED_CONDITION = {"type": "PodScheduled", "status": "False", "reason": "SchedulingGated",
+                   "message": "Scheduling is blocked due to non-empty scheduling gates"}
 
 
 def parse_pod(body: Mapping[str, Any]) -> Pod:
@@ -141,6 +149,11 @@ def schedule(store: Store) -> ScheduleReport:
     now = rfc3339(store.now)
     for row in pending:
         body = copy.deepcopy(row.body)      # the row keeps the stored state: update() compares
+        if (body.get("spec") or {}).get("schedulingGates"):
+            if _set_condition(body, dict(GATED_CONDITION), now):
+                store.update(row, body)
+            report.gated.append(f"{row.namespace}/{row.name}")
+            continue
         try:
             pod = parse_pod(body)
         except _PARSE_ERRORS as e:

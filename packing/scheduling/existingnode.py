@@ -1,9 +1,10 @@
 """An existing Node or in-flight NodeClaim, with the room left on it (Karpenter's existingnode.go).
 
 Its size is fixed: a pod goes on it when it fits the free room, tolerates its taints, matches its labels, and
-its host ports and topology groups allow it there. The host ports in use are those of the pods running on it
-and of every DaemonSet that runs there (DaemonSet.runs_on) but whose pod is not listed on it yet (an in-flight
-NodeClaim, a node just launched).
+its host ports and topology groups allow it there. Every DaemonSet that runs there (DaemonSet.runs_on) but whose
+pod is not listed on it yet (an in-flight NodeClaim, a node just launched, a DaemonSet just created) will have
+its pod there: as Karpenter's ExistingNode reserves the remaining daemon resources, its requests are kept out of
+the free room, and its host ports count as in use, as those of the pods running on it do.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from packing.pods import HostPort, Pod
 from packing.scheduling import reasons
 from packing.scheduling.fit import FITS, Admission, Refusal
 from packing.scheduling.vectors import Vec, fits
-from packing.taints import EPHEMERAL_TAINT_KEYS, first_untolerated
+from packing.taints import first_untolerated, is_ephemeral
 
 if TYPE_CHECKING:
     from packing.scheduling.preferences import PodContext
@@ -38,7 +39,9 @@ class ExistingNode:
         running: Sequence[Pod] = (),
         daemonsets: Sequence[DaemonSet] = (),
     ) -> None:
-        """`ports`: those of the `running` pods; `daemonsets`: the DaemonSets with host ports."""
+        """`ports`: those of the `running` pods; `free`: the allocatable less the `running` pods' requests, to
+        which the requests of the `daemonsets` that run there but not among `running` are added in `missing`
+        (the caller takes them off `free`: it knows the resource keys)."""
         self.spec = spec
         self.name = spec.name
         self.nodepool = spec.nodepool or ""
@@ -48,12 +51,14 @@ class ExistingNode:
         if not spec.initialized:
             # Karpenter ignores taints that will disappear once the node finishes initialising
             startup = set(pool.startup_taints) if pool else set()
-            taints = tuple(t for t in taints if t not in startup and t.key not in EPHEMERAL_TAINT_KEYS)
+            taints = tuple(t for t in taints if t not in startup and not is_ephemeral(t))
         self.taints = taints
         self.free = free
         self.ports = ports
         # host port -> "namespace/name" of the DaemonSet holding it, to name it when a pod collides
         self.daemon_ports: dict[HostPort, str] = {}
+        # the DaemonSets whose pod will come here but is not running yet
+        self.missing: list[DaemonSet] = []
         if daemonsets:
             here: set[str] = set()
             for p in running:
@@ -64,6 +69,7 @@ class ExistingNode:
                         self.daemon_ports[hp] = owner
             for ds in daemonsets:
                 if ds.key not in here and ds.runs_on(taints, self.labels):
+                    self.missing.append(ds)
                     self.ports.extend(ds.pod.host_ports)
                     for hp in ds.pod.host_ports:
                         self.daemon_ports[hp] = ds.key

@@ -26,7 +26,7 @@ from packing.scheduling.vectors import Vec
 if TYPE_CHECKING:
     from packing.scheduling.templates import PoolTemplate, TypeOption
 
-__all__ = ["MinValuesPolicy", "Shortfall", "holders", "keep_min_values", "shortfall", "type_values"]
+__all__ = ["MinValuesPolicy", "Shortfall", "holders", "keep_min_values", "shortfall", "shortfall_of", "type_values"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,6 +65,12 @@ def _shortfall_of(options: Iterable[TypeOption], minima: dict[str, int], reqs: R
         if len(seen) < need:
             return Shortfall(key, need, tuple(sorted(seen)))
     return None
+
+
+def shortfall_of(options: Iterable[TypeOption], reqs: Requirements) -> Shortfall | None:
+    """Which minValues of `reqs` the instance types `options` fail, if any."""
+    minima = reqs.min_values()
+    return _shortfall_of(options, minima, reqs) if minima else None
 
 
 def shortfall(tpl: PoolTemplate, reqs: Requirements, idx: npt.NDArray[np.int64]) -> Shortfall | None:

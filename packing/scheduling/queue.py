@@ -35,8 +35,9 @@ class RetryQueue:
     """Pods that failed, each waiting on the groups (its required spreads and pod affinities) whose counts could
     let it in: only a placement that counts in one of them (a pod the group selects) makes it due again.
 
-    Everything else that decides a place (room, limits, host ports, anti-affinity) only tightens as pods are
-    placed, so a pod with no such group never waits. Due pods come back in the order they first failed (the
+    Everything else that decides a place (room, host ports, anti-affinity) only tightens as pods are placed, so
+    a pod with no such group never waits here. (Limits loosen once the open claims are finalized and their
+    reservations shrink: Solve._retry_under_limits tries the pods they refused then.) Due pods come back in the order they first failed (the
     queue's order), so a chain of affinities is retried link by link, each retry costing one attempt.
     """
 
@@ -79,3 +80,9 @@ class RetryQueue:
         due = sorted(self._due.items(), key=lambda kv: kv[0])
         self._due = {}
         return due
+
+    def forget(self, pod_key: str) -> None:
+        """A waiting pod was placed another way (a retry under limits): it is due no more."""
+        for pending in (self._waiting, self._due):
+            for seq in [s for s, ctx in pending.items() if ctx.pod.key == pod_key]:
+                del pending[seq]

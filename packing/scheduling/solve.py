@@ -14,6 +14,7 @@ Karpenter's queue re-pushes it). Two departures make the plan cheaper than Karpe
 
 from __future__ import annotations
 
+import operator
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING
@@ -29,7 +30,7 @@ from packing.nodepool import (
     NODEPOOL_LABEL,
     ZONE_LABEL,
 )
-from packing.pods import HostPort, Pod
+from packing.pods import HostPort, NamespaceScope, Pod
 from packing.requirements import Requirements
 from packing.resources import CPU, MEMORY, PODS, Resources
 from packing.scheduling import reasons
@@ -40,11 +41,11 @@ from packing.scheduling.explain import explain
 from packing.scheduling.firstfit import FirstFitIndex
 from packing.scheduling.fit import Fit, Refusal
 from packing.scheduling.limits import LimitUsage
-from packing.scheduling.minvalues import MinValuesPolicy, holders, keep_min_values
+from packing.scheduling.minvalues import MinValuesPolicy, holders, keep_min_values, shortfall_of
 from packing.scheduling.nodeclaim import NodeClaim
 from packing.scheduling.preferences import PodContext
 from packing.scheduling.queue import RetryQueue, largest_first
-from packing.scheduling.reasons import Reason
+from packing.scheduling.reasons import Reason, ReasonKind
 from packing.scheduling.results import ExistingPlacement, PlannedNodeClaim, Results
 from packing.scheduling.spreadsplit import split_spread_groups
 from packing.scheduling.topology import AFFINITY, ANTI, SPREAD, Topology, TopologyGroup
@@ -109,9 +110,9 @@ class Solve:
             if p.node_name and p.node_name not in exclude:
                 running_by_node.setdefault(p.node_name, []).append(p)
         pools = {p.name: p for p in s.nodepools}
-        port_daemonsets = [ds for ds in s.daemonsets if ds.pod.host_ports]
         self.nodes: list[ExistingNode] = []
-        for spec in sorted(nodes, key=lambda n: (0 if n.kind == "Node" else 1, n.name)):
+        # initialized nodes first, as Karpenter's sortExistingNodes (a node still booting is tried last)
+        for spec in sorted(nodes, key=lambda n: (not n.initialized, n.kind != "Node", n.name)):
             used = Resources()
             ports: list[HostPort] = []
             for p in running_by_node.get(spec.name, ()):
@@ -121,9 +122,15 @@ class Solve:
                 a - u for a, u in zip(vector(spec.allocatable, self.keys), vector(used, self.keys), strict=True)
             )
             pool = pools.get(spec.nodepool or "")
-            self.nodes.append(
-                ExistingNode(spec, free, ports, pool, running_by_node.get(spec.name, ()), port_daemonsets)
-            )
+            node = ExistingNode(spec, free, ports, pool, running_by_node.get(spec.name, ()), s.daemonsets)
+            if node.missing:
+                # the DaemonSet pods that will run there take their room first (Karpenter's remaining daemon
+                # resources); a node already short of it takes no pending pod
+                reserve = Resources()
+                for ds in node.missing:
+                    reserve = reserve + ds.pod.requests
+                node.free = tuple(map(operator.sub, node.free, vector(reserve, self.keys)))
+            self.nodes.append(node)
             if pool is not None:
                 self.limits.count_node(pool.name, spec.capacity or spec.allocatable)
         self.node_by_name = {n.name: n for n in self.nodes}
@@ -132,8 +139,9 @@ class Solve:
         self.taken_names = set(self.node_by_name) | {n.labels[HOSTNAME_LABEL] for n in self.nodes}
         # pods that failed, until a placement counted by their groups makes them due again (see _retry)
         self.retry = RetryQueue()
-        self.node_index = FirstFitIndex(self.nodes)
-        self._domain_cache: dict[tuple[str, tuple[Requirements, ...]], frozenset[str]] = {}
+        # a node marked for deletion still holds its pods (topology, limits) but takes no pending pod
+        self.node_index = FirstFitIndex([n for n in self.nodes if not n.spec.deleting])
+        self._domain_cache: dict[tuple[str, tuple[Requirements, ...], bool], frozenset[str]] = {}
         self._setup_topology(running_by_node)
 
     # ----------------------------------------------------------------- topology
@@ -146,45 +154,46 @@ class Solve:
             if node is None:
                 continue
             for p in pods:
+                if p.terminating:
+                    continue  # as Karpenter's topology: a terminating pod counts in no domain
                 owned = [
-                    self.topo.group(
-                        ANTI, t.topology_key, t.selector, t.namespaces or frozenset({p.namespace})
-                    )
+                    self.topo.group(ANTI, t.topology_key, t.selector, t.scope(p.namespace))
                     for t in p.anti_affinity
                 ]
                 self.topo.record(p, owned, node.labels)
 
     def register(self, ctx: PodContext) -> None:
         p = ctx.pod
-        own_ns = frozenset({p.namespace})
+        own_ns = NamespaceScope(frozenset({p.namespace}))
         groups: list[TopologyGroup] = []
         for sc in p.spread:
             if sc.when_unsatisfiable == "ScheduleAnyway" and not ctx.schedule_anyway:
                 continue
             domains: frozenset[str] = frozenset()
             if sc.topology_key != HOSTNAME_LABEL:
-                domains = self._spread_domains(sc.topology_key, ctx.terms)
+                domains = self._spread_domains(sc.topology_key, ctx.terms, honor=sc.honor_node_affinity)
             groups.append(
                 self.topo.group(
                     SPREAD, sc.topology_key, sc.selector, own_ns, sc.max_skew, sc.min_domains, domains
                 )
             )
         for t in p.affinity:
-            groups.append(self.topo.group(AFFINITY, t.topology_key, t.selector, t.namespaces or own_ns))
+            groups.append(self.topo.group(AFFINITY, t.topology_key, t.selector, t.scope(p.namespace)))
         for t in p.anti_affinity:
-            groups.append(self.topo.group(ANTI, t.topology_key, t.selector, t.namespaces or own_ns))
+            groups.append(self.topo.group(ANTI, t.topology_key, t.selector, t.scope(p.namespace)))
         for _, t in ctx.preferred_affinity:
-            groups.append(self.topo.group(AFFINITY, t.topology_key, t.selector, t.namespaces or own_ns))
+            groups.append(self.topo.group(AFFINITY, t.topology_key, t.selector, t.scope(p.namespace)))
         for _, t in ctx.preferred_anti:
             groups.append(
-                self.topo.group(ANTI, t.topology_key, t.selector, t.namespaces or own_ns, symmetric=False)
+                self.topo.group(ANTI, t.topology_key, t.selector, t.scope(p.namespace), symmetric=False)
             )
         ctx.owned = groups
 
-    def _spread_domains(self, key: str, terms: tuple[Requirements, ...]) -> frozenset[str]:
-        """Domains a spread constraint counts: values reachable through the pools or present on nodes,
-        restricted to those the pod's node affinity allows (Kubernetes' nodeAffinityPolicy: Honor)."""
-        ck = (key, terms)
+    def _spread_domains(self, key: str, terms: tuple[Requirements, ...], *, honor: bool = True) -> frozenset[str]:
+        """Domains a spread constraint counts: values reachable through the pools or present on nodes. With
+        Kubernetes' nodeAffinityPolicy Honor (the default), only the values the pod's node affinity allows, and
+        only the nodes whose labels it admits; with Ignore, every value."""
+        ck = (key, terms, honor)
         hit = self._domain_cache.get(ck)
         if hit is None:
             vals: set[str] = set()
@@ -192,9 +201,12 @@ class Solve:
                 vals.update(tpl.domains(key))
             for n in self.nodes:
                 nv = n.labels.get(key)
-                if nv is not None:
+                if nv is not None and (not honor or any(t.matches(n.labels) for t in terms)):
                     vals.add(nv)
-            hit = frozenset(v for v in vals if any(t.get(key) is None or t[key].has(v) for t in terms))
+            if honor:
+                hit = frozenset(v for v in vals if any(t.get(key) is None or t[key].has(v) for t in terms))
+            else:
+                hit = frozenset(vals)
             self._domain_cache[ck] = hit
         return hit
 
@@ -390,6 +402,8 @@ class Solve:
                 simple.append(ctx)
         self._retry()
         self._finalize_open_claims()
+        if not self.greedy:  # the Karpenter-style baseline keeps every claim's largest reservation to the end
+            self._retry_under_limits()
         rest: list[PodContext] = []
         if self.claims:
             for ctx in simple:
@@ -406,6 +420,36 @@ class Solve:
         if not self.greedy:
             repack_small_groups(self, first_bulk, seq_before)
         return self.results(lower_bound)
+
+    def _retry_under_limits(self) -> None:
+        """Pods a NodePool limit refused, tried again once the open claims are finalized: an open claim
+        reserves the largest capacity it could still become, and its finalized type often leaves room under
+        the limit for a later NodeClaim of that pool (or the pod fits another pool's claim opened since). As
+        Karpenter's queue, a pass that places a pod is followed by another, until one places none."""
+        by_key = {ctx.pod.key: ctx for ctx in self.ctxs}
+        while True:
+            refused = [
+                by_key[k]
+                for k, why in self.errors.items()
+                if k in by_key and any(r.kind == ReasonKind.LIMIT for r in why)
+            ]
+            if not refused:
+                return
+            placed = 0
+            for ctx in largest_first(refused, keys=self.keys):
+                fresh = PodContext(ctx.pod, self.keys)
+                self.register(fresh)
+                if self._schedule_constrained(fresh):
+                    del self.errors[fresh.pod.key]
+                    self.retry.forget(fresh.pod.key)  # it may also wait on a spread or affinity
+                    placed += 1
+                else:
+                    self.errors[fresh.pod.key] = self.explain(fresh)
+            if not placed:
+                return
+            # the placements may count in groups failed pods wait on, and open claims to finalize
+            self._retry()
+            self._finalize_open_claims()
 
     def _finalize_open_claims(self) -> None:
         for claim in self.claims:
@@ -459,6 +503,8 @@ class Solve:
         alloc_cache: dict[str, Resources] = {}
         claims = list(self.claims)
         options_of = self._alternatives(claims)
+        if self.any_min_values and self.strict_min_values:
+            claims, options_of = self._drop_truncated_below_min_values(claims, options_of)
         for claim, (names, kept_min) in zip(claims, options_of, strict=True):
             assert claim.chosen is not None and claim.offering is not None
             o, off = claim.chosen, claim.offering
@@ -511,6 +557,28 @@ class Solve:
             res.lower_bound = bound.lower_bound(self.s, res, self.pods)
             res.solve_seconds = time.perf_counter() - self.started
         return res
+
+    def _drop_truncated_below_min_values(
+        self, claims: list[NodeClaim], options_of: list[tuple[list[str], bool]]
+    ) -> tuple[list[NodeClaim], list[tuple[list[str], bool]]]:
+        """Strict minValues after the MAX_OPTIONS cut (Karpenter's Results.TruncateInstanceTypes): a claim whose
+        listed options cannot keep every minimum (minValues on several keys whose values sit on different types
+        can need more than MAX_OPTIONS of them) is not launched, and its pods are unschedulable on its pool with
+        the key, the minimum and the values the options kept."""
+        keep_claims: list[NodeClaim] = []
+        keep_options: list[tuple[list[str], bool]] = []
+        for claim, (names, kept_min) in zip(claims, options_of, strict=True):
+            if kept_min or not claim.has_min_values:
+                keep_claims.append(claim)
+                keep_options.append((names, kept_min))
+                continue
+            by_name = {o.it.name: o for o in claim.tpl.options}
+            short = shortfall_of([by_name[n] for n in names[:MAX_OPTIONS]], claim.base_reqs)
+            assert short is not None
+            why = reasons.min_values_not_met(claim.tpl.name, short.key, short.minimum, short.remaining)
+            for p in claim.pods:
+                self.errors[p.key] = [why]
+        return keep_claims, keep_options
 
     def _alternatives(self, claims: Sequence[NodeClaim]) -> list[tuple[list[str], bool]]:
         """Per claim: its chosen type, then the other types that hold its pods, cheapest first (spot

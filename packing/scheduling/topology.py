@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import TYPE_CHECKING
 
-from packing.pods import HOSTNAME, LabelSelector, Pod
+from packing.pods import HOSTNAME, LabelSelector, NamespaceScope, Pod
 from packing.requirements import Requirement, Requirements
 from packing.scheduling import reasons
 
@@ -39,7 +39,7 @@ class TopologyGroup:
     kind: GroupKind
     key: str
     selector: LabelSelector
-    namespaces: frozenset[str]
+    namespaces: NamespaceScope
     max_skew: int = 1
     min_domains: int = 1
     # every domain value the group may use (zone spread needs to know the empty zones too)
@@ -61,7 +61,7 @@ class TopologyGroup:
         hit = self._selects_cache.get(ck)
         if hit is not None and hit[0] is labels:
             return hit[1]
-        found = namespace in self.namespaces and self.selector.matches(labels)
+        found = self.namespaces.contains(namespace) and self.selector.matches(labels)
         self._selects_cache[ck] = (labels, found)
         return found
 
@@ -121,7 +121,7 @@ class Topology:
         kind: GroupKind,
         key: str,
         selector: LabelSelector,
-        namespaces: frozenset[str],
+        namespaces: NamespaceScope,
         max_skew: int = 1,
         min_domains: int = 1,
         domains: frozenset[str] = frozenset(),

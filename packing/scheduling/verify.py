@@ -15,7 +15,7 @@ from packing.requirements import Requirement, Requirements
 from packing.resources import Resources
 from packing.scheduling.results import Results
 from packing.scheduling.scheduler import Scheduler
-from packing.taints import EPHEMERAL_TAINT_KEYS, Taint, first_untolerated
+from packing.taints import Taint, first_untolerated, is_ephemeral
 
 __all__ = ["check_plan"]
 
@@ -35,8 +35,7 @@ class _Node:
 
 
 def _term_selects(term: PodAffinityTerm, owner: Pod, other: Pod) -> bool:
-    nss = term.namespaces or frozenset({owner.namespace})
-    return other.namespace in nss and term.selector.matches(other.labels)
+    return term.selects(owner.namespace, other)
 
 
 def check_plan(sched: Scheduler, pending: Sequence[Pod], res: Results) -> list[str]:
@@ -51,7 +50,7 @@ def check_plan(sched: Scheduler, pending: Sequence[Pod], res: Results) -> list[s
         taints = spec.taints
         if not spec.initialized:
             startup = set(pool.startup_taints) if pool else set()
-            taints = tuple(t for t in taints if t not in startup and t.key not in EPHEMERAL_TAINT_KEYS)
+            taints = tuple(t for t in taints if t not in startup and not is_ephemeral(t))
         labels = dict(spec.labels)
         labels.setdefault(HOSTNAME_LABEL, spec.name)
         n = _Node(
@@ -66,10 +65,8 @@ def check_plan(sched: Scheduler, pending: Sequence[Pod], res: Results) -> list[s
         n.running = [p for p in sched.running_pods if p.node_name == spec.name]
         n.placed = list(e.pods)
         here = {f"{p.namespace}/{p.owner_name}" for p in n.running if p.owner_kind == "DaemonSet"}
-        # only their host ports are checked on existing nodes (their requests are the node's own business)
-        n.daemons = [
-            ds for ds in sched.daemonsets if ds.pod.host_ports and ds.key not in here and ds.runs_on(taints, labels)
-        ]
+        # the DaemonSets whose pod will come there but is not running yet: their host ports and requests count
+        n.daemons = [ds for ds in sched.daemonsets if ds.key not in here and ds.runs_on(taints, labels)]
         nodes.append(n)
     catalog = {it.name: it for it in sched.instance_types}
     for c in res.nodeclaims:
@@ -119,9 +116,8 @@ def check_plan(sched: Scheduler, pending: Sequence[Pod], res: Results) -> list[s
         used = Resources()
         for p in n.running + n.placed:
             used = used + p.requests
-        if n.new:
-            for ds in n.daemons:
-                used = used + ds.pod.requests
+        for ds in n.daemons:
+            used = used + ds.pod.requests
         over = used.exceeded(n.allocatable)
         # a node may already be overcommitted by what runs on it; the plan is only at fault if it added pods
         if over and (n.new or n.placed):

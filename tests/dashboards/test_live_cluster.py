@@ -83,7 +83,7 @@ def pods(draw: Any) -> dict[str, Any]:
     if draw(rarely(21)):
         pod["kind"] = draw(st.sampled_from(["Node", None, "pod"]))
     if draw(rarely(21)):
-        pod["metadata"] = None  # (a metadata of another type crashes adapters.cluster_inputs' own warning)
+        pod["metadata"] = draw(st.sampled_from([None, "x", ["m"], 3]))
     phase = draw(st.sampled_from(["Running", "Pending", "Succeeded", "Failed", "Unknown", None]))
     if phase is not None:
         pod["status"] = {"phase": phase}

@@ -196,6 +196,36 @@ def test_existing_nodes_running_or_about_to_run_the_daemonset() -> None:
     assert [e.name for e in r.existing if e.pods] == ["claim-1"]
 
 
+def test_existing_node_reserves_the_daemonsets_not_running_there_yet() -> None:
+    """Karpenter's ExistingNode: the remaining daemon resources (compatible DaemonSets whose pod is not on the
+    node yet) are kept out of the room pending pods may take."""
+    agent = daemonset("agent", "2", "1Gi")
+    inflight = existing_node("claim-1", cpu="4", instance_type="c-4x", kind="NodeClaim", initialized=False)
+    p = pod("p", "3", "1Gi")
+    _, r = solve([p], [agent], existing_nodes=[inflight])
+    assert all(e.pods == [] for e in r.existing) and len(r.nodeclaims) == 1
+    # the agent already runs there: its requests are among the running pods', nothing more is reserved
+    running_agent = bound_pod("agent-x", "claim-1", "2", owner_kind="DaemonSet", owner_name="agent",
+                              namespace="kube-system")  # fmt: skip
+    small = pod("s", "1500m", "1Gi")
+    s, r = solve([small], [agent], existing_nodes=[inflight], running_pods=[running_agent])
+    assert [e.name for e in r.existing if e.pods] == ["claim-1"] and r.nodeclaims == []
+    # a DaemonSet that does not run there (untolerated taint, a nodeSelector the node fails) reserves nothing
+    tainted = dataclasses.replace(inflight, taints=(Taint("dedicated", "db", "NoSchedule"),))
+    p_tol = dataclasses.replace(p, tolerations=(tol("dedicated", "db"),))
+    _, r = solve([p_tol], [agent], existing_nodes=[tainted])
+    assert [e.name for e in r.existing if e.pods] == ["claim-1"]
+    picky = daemonset("picky", "2", selector={ARCH: "arm64"})
+    _, r = solve([p], [picky], existing_nodes=[inflight])
+    assert [e.name for e in r.existing if e.pods] == ["claim-1"]
+    # two DaemonSets, one of them running: only the other is reserved
+    other = daemonset("other", "1", "512Mi")
+    _, r = solve([pod("q", "1500m", "1Gi")], [agent, other], existing_nodes=[inflight], running_pods=[running_agent])
+    assert r.nodeclaims and all(e.pods == [] for e in r.existing)
+    _, r = solve([pod("q", "900m", "1Gi")], [agent, other], existing_nodes=[inflight], running_pods=[running_agent])
+    assert [e.name for e in r.existing if e.pods] == ["claim-1"]
+
+
 def test_existing_node_refusal_names_the_daemonset() -> None:
     from packing.scheduling.existingnode import ExistingNode
     from packing.scheduling.preferences import PodContext

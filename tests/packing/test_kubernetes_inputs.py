@@ -4,6 +4,7 @@ the bad input of each new field (exit 2, one line naming file, document and fiel
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import json
 from pathlib import Path
@@ -142,6 +143,90 @@ def test_gated_pods_are_listed_as_ignored_not_provisioned_for(tmp_path: Path) ->
     ]
     assert data["summary"]["ignored"] == 2 and data["summary"]["pending_pods"] == 1
     assert [c["pods"] for c in data["nodeclaims"]] == [["default/p"]]
+
+
+def test_daemonset_and_static_pods_and_terminating_pods_are_not_provisioned_for(tmp_path: Path) -> None:
+    ds_pod = pod("agent-x")
+    ds_pod["metadata"]["ownerReferences"] = [{"apiVersion": "apps/v1", "kind": "DaemonSet", "name": "agent", "uid": "u"}]
+    static = pod("etcd-n1")
+    static["metadata"]["ownerReferences"] = [{"apiVersion": "v1", "kind": "Node", "name": "n1", "uid": "n"}]
+    leaving = pod("leaving")
+    leaving["metadata"]["deletionTimestamp"] = "2026-01-01T00:00:00Z"
+    data = plan(tmp_path, ds_pod, static, leaving, pod("p"))
+    assert data["ignored"] == [
+        {"pod": "default/agent-x", "why": "owned by DaemonSet agent"},
+        {"pod": "default/etcd-n1", "why": "owned by Node n1"},
+        {"pod": "default/leaving", "why": "terminating (metadata.deletionTimestamp is set)"},
+    ]
+    assert [c["pods"] for c in data["nodeclaims"]] == [["default/p"]]
+
+
+def test_terminating_running_pods_count_in_no_spread_domain() -> None:
+    from tests.engine_builders import ZONE, bound_pod, catalog, existing_node, on_demand_pool, spread
+    from tests.engine_builders import pod as engine_pod
+    from tests.engine_builders import solve as engine_solve
+
+    zone = (spread(ZONE, app="w"),)
+    nodes = [existing_node("n1", zone="us-east-1a", cpu="1", memory="1Gi")]
+    old = [bound_pod(f"old-{i}", "n1", "10m", "16Mi", labels={"app": "w"}) for i in range(3)]
+    new = [engine_pod(f"p{i}", "1", "1Gi", labels={"app": "w"}, spread=zone) for i in range(3)]
+    kw = {"cat": catalog(), "existing_nodes": nodes}
+    _, r = engine_solve(new, [on_demand_pool()], running_pods=old, **kw)
+    assert not r.unschedulable and "us-east-1a" not in {c.zone for c in r.nodeclaims}
+    for p in old:
+        p.terminating = True
+    _, r = engine_solve(new, [on_demand_pool()], running_pods=old, **kw)
+    assert sorted(c.zone for c in r.nodeclaims for _ in c.pods) == ["us-east-1a", "us-east-1b", "us-east-1c"]
+
+
+def test_match_label_keys_narrow_the_spread_to_the_pods_own_value() -> None:
+    from packing.podspec import parse_pod_spec
+
+    spread = {"maxSkew": 1, "topologyKey": "kubernetes.io/hostname", "labelSelector": {"matchLabels": {"app": "w"}},
+              "matchLabelKeys": ["pod-template-hash", "absent"]}  # fmt: skip
+    meta = {"labels": {"app": "w", "pod-template-hash": "abc"}}
+    p = parse_pod_spec(meta, {"containers": [], "topologySpreadConstraints": [spread]}, "", name="p", namespace="d")
+    (sc,) = p.spread
+    assert sc.selector.matches({"app": "w", "pod-template-hash": "abc"})
+    assert not sc.selector.matches({"app": "w", "pod-template-hash": "def"})
+    assert not sc.selector.matches({"app": "w"})
+
+
+def test_bad_match_label_keys_exit_2(tmp_path: Path) -> None:
+    spread = {"maxSkew": 1, "topologyKey": "kubernetes.io/hostname", "labelSelector": {"matchLabels": {"app": "p"}},
+              "matchLabelKeys": "pod-template-hash"}  # fmt: skip
+    err = bad(tmp_path, pod("p", spec={"topologySpreadConstraints": [spread]}))
+    assert "spec.topologySpreadConstraints[0].matchLabelKeys: " in err, err
+
+
+@pytest.mark.parametrize(("policy", "honor"), [(None, True), ("Honor", True), ("Ignore", False)])
+def test_node_affinity_policy_is_read(policy: str | None, honor: bool) -> None:
+    from packing.podspec import parse_pod_spec
+
+    spread: dict[str, Any] = {"maxSkew": 1, "topologyKey": "zone", "labelSelector": {"matchLabels": {"a": "b"}}}
+    if policy:
+        spread["nodeAffinityPolicy"] = policy
+    p = parse_pod_spec({}, {"containers": [], "topologySpreadConstraints": [spread]}, "", name="p", namespace="d")
+    assert p.spread[0].honor_node_affinity is honor
+
+
+def test_honor_leaves_out_the_domains_of_nodes_the_pod_cannot_use() -> None:
+    from tests.engine_builders import ZONE, catalog, existing_node, on_demand_pool, spread
+    from tests.engine_builders import pod as engine_pod
+    from tests.engine_builders import solve as engine_solve
+
+    # a node in a zone no pool offers, whose labels the pods' nodeSelector refuses: it is no domain under Honor
+    odd = existing_node("n1", zone="us-east-1z", cpu="100m", memory="128Mi", labels={"disk": "hdd"})
+    sc = spread(ZONE, app="w")
+    pods = [engine_pod(f"p{i}", "1", "1Gi", labels={"app": "w"}, spread=(sc,), node_selector={"disk": "ssd"})
+            for i in range(6)]  # fmt: skip
+    pool = on_demand_pool(labels={"disk": "ssd"})
+    _, r = engine_solve(pods, [pool], cat=catalog(), existing_nodes=[odd])
+    assert not r.unschedulable
+    ignore = [engine_pod(p.name, "1", "1Gi", labels={"app": "w"}, node_selector={"disk": "ssd"},
+                         spread=(dataclasses.replace(sc, honor_node_affinity=False),)) for p in pods]  # fmt: skip
+    _, r = engine_solve(ignore, [pool], cat=catalog(), existing_nodes=[odd])
+    assert len(r.unschedulable) == 3  # the empty zone us-east-1z caps every other zone at one pod
 
 
 def test_only_gated_pods_launch_nothing(tmp_path: Path) -> None:

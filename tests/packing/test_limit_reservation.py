@@ -64,3 +64,32 @@ def test_a_tight_limit_still_holds(tmp_path: Path, capsys: object) -> None:
     cpu = {t.name: t.capacity.get("cpu", 0) for t in load_builtin("us-east-1")}
     assert sum(cpu[c["instance_type"]] for c in claims) <= parse_quantity("4")   # type: ignore[index, union-attr]
     assert result["unschedulable"]                                         # the rest cannot fit, and says so
+
+
+def test_a_pod_refused_for_a_limit_is_retried_once_claims_shrink_to_their_type() -> None:
+    """An open NodeClaim in a pool with limits reserves the largest type it could still become; once the open
+    claims are finalized their reservations shrink, and a pod the limit refused meanwhile gets a later NodeClaim
+    of that pool (as Karpenter checks limits per new NodeClaim and retries failed pods)."""
+    from packing.pods import PodAffinityTerm
+    from packing.scheduling.scheduler import Scheduler
+    from packing.scheduling.verify import check_plan
+    from tests.engine_builders import HOST, catalog, on_demand_pool, pod, sel
+
+    apart = (PodAffinityTerm(sel(app="h"), HOST, frozenset({"default"})),)
+    pods = [pod(f"h{i}", "1", "1Gi", labels={"app": "h"}, anti_affinity=apart) for i in range(4)]
+    s = Scheduler([on_demand_pool("a", limits={"cpu": 12_000})], catalog())
+    r = s.solve(pods)
+    assert check_plan(s, pods, r) == []
+    assert not r.unschedulable and len(r.nodeclaims) == 4
+    assert sum(int(c.allocatable["cpu"]) for c in r.nodeclaims) <= 12_000
+    # the limit still holds: a fifth 2-cpu node would pass it
+    pods.append(pod("h4", "1", "1Gi", labels={"app": "h"}, anti_affinity=apart))
+    pods += [pod(f"h{i}", "1", "1Gi", labels={"app": "h"}, anti_affinity=apart) for i in range(5, 8)]
+    r = s.solve(pods)
+    assert check_plan(s, pods, r) == []
+    assert len(r.nodeclaims) == 6 and len(r.unschedulable) == 2
+    assert all("limit cpu=12" in why for _, why in r.unschedulable["default/h7"])
+    # and the other pool takes what the limited one refuses
+    s2 = Scheduler([on_demand_pool("a", limits={"cpu": 12_000}, weight=50), on_demand_pool("b")], catalog())
+    r = s2.solve(pods)
+    assert not r.unschedulable and {c.nodepool for c in r.nodeclaims} == {"a", "b"}

@@ -121,6 +121,37 @@ def test_truncation_keeps_families_when_all_cheap_types_share_one() -> None:
     assert distinct(opts, cat, FAMILY) == {"a", "b", "c"}
 
 
+def two_keys_catalog() -> list[InstanceType]:
+    """40 types of distinct families sharing one generation, and 40 of distinct generations sharing one family:
+    minValues 40 on both keys needs 78 types, more than MAX_OPTIONS."""
+    cat = [instance_type(f"f{i:02d}-2x", 2, 4, round(0.05 + 0.001 * i, 4), zones=("us-east-1a",), spot_factor=None,
+                         labels={GEN: "g"}) for i in range(40)]  # fmt: skip
+    cat += [instance_type(f"z-{i:02d}x", 2, 4, round(0.10 + 0.001 * i, 4), zones=("us-east-1a",), spot_factor=None,
+                          labels={GEN: f"g{i:02d}"}) for i in range(40)]  # fmt: skip
+    return cat
+
+
+GEN = "example.com/generation"
+
+
+def test_strict_refuses_minimums_that_need_more_than_max_options_types() -> None:
+    p = pool("default", minimum(FAMILY, "Exists", 40), minimum(GEN, "Exists", 40))
+    res = Scheduler([p], two_keys_catalog()).solve([pod("a", "500m", "1Gi")])
+    assert res.nodeclaims == []
+    (why,) = res.unschedulable_reasons["default/a"]
+    assert why.kind == ReasonKind.MIN_VALUES and why.nodepool == "default"
+    assert why.detail["min_values"] == 40 and why.detail["remaining"] < 40
+    # BestEffort launches it, relaxed; and one minimum alone fits in the cut
+    res = Scheduler([p], two_keys_catalog(), min_values_policy=MinValuesPolicy.BEST_EFFORT).solve([pod("a", "500m", "1Gi")])
+    (c,) = res.nodeclaims
+    assert c.min_values_relaxed is True and len(c.instance_type_options) == MAX_OPTIONS
+    one = pool("default", minimum(FAMILY, "Exists", 40), minimum(GEN, "Exists", 15))
+    res = Scheduler([one], two_keys_catalog()).solve([pod("a", "500m", "1Gi")])
+    (c,) = res.nodeclaims
+    assert c.min_values_relaxed is False and not res.unschedulable
+    assert len(distinct(c.instance_type_options, two_keys_catalog(), FAMILY)) >= 40
+
+
 def test_min_values_on_a_pod_requirement_is_the_pools() -> None:
     # the pool's requirement is intersected with the pod's: the larger minimum of repeated keys applies
     p = pool("default", minimum(IT, "Exists", 1), minimum(IT, "In", 2, "small-1x", "big-4x"))

@@ -179,7 +179,7 @@ def test_on_node_is_replace_with_every_field_kept() -> None:
         "preferred_affinity": ((3, PodAffinityTerm(sel("cache"), "zone")),),
         "preferred_anti_affinity": ((2, PodAffinityTerm(sel("x"), "zone")),),
         "host_ports": (HostPort(8080),), "node_name": "n1", "owner_kind": "ReplicaSet", "owner_name": "web-abc",
-        "uid": "u-1",
+        "uid": "u-1", "terminating": True,
     }
     assert set(values) == {f.name for f in dc.fields(Pod) if f.init}
     p = Pod(**values)  # type: ignore[arg-type]

@@ -337,13 +337,14 @@ def test_nodepool_limits_never_exceeded_and_reason() -> None:
 
 def test_limit_that_refuses_a_constrained_pod_is_named() -> None:
     # one pod per node (hostname anti-affinity) under an 8-cpu limit: open claims reserve the largest size
-    # they could still become, so the limit refuses the later pods before the claims shrink to c-2x
+    # they could still become, so the limit refuses the later pods until the claims shrink to c-2x; retried
+    # then, four fit (4 x 2 cpu) and the fifth is refused for good
     limited = on_demand_pool(limits=Resources.parse({"cpu": "8"}))
     pods = [
-        pod(f"p{i}", "1", "1Gi", labels={"app": "a"}, anti_affinity=(term(HOST, app="a"),)) for i in range(4)
+        pod(f"p{i}", "1", "1Gi", labels={"app": "a"}, anti_affinity=(term(HOST, app="a"),)) for i in range(5)
     ]
     s, r = solve(pods, [limited])
-    assert r.unschedulable and r.nodeclaims
+    assert len(r.unschedulable) == 1 and len(r.nodeclaims) == 4
     for name in r.unschedulable:
         why = reasons(r, name)["default"]
         assert why.startswith("limit cpu=8 would be exceeded (in use "), why

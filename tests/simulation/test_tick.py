@@ -102,6 +102,29 @@ def test_an_unreadable_pod_is_unschedulable_not_fatal(cluster: SimulatedCluster,
     assert "invalid pod spec" in _reason(cluster, "bad")
 
 
+def test_a_gated_pod_is_never_bound_nor_pending(cluster: SimulatedCluster, tick: Ticker) -> None:
+    cluster.apply(node("n"))
+    gated = pod("gated")
+    gated["spec"]["schedulingGates"] = [{"name": "example.com/quota"}]
+    cluster.apply(gated)
+    cluster.apply(pod("free"))
+    report = tick()
+    assert report.bound == ["default/free"] and report.unschedulable == []
+    assert _where(cluster) == {"gated": "", "free": "n"}
+    pods, _ = cluster.list_pods()
+    (cond,) = next(p for p in pods if p["metadata"]["name"] == "gated")["status"]["conditions"]
+    assert (cond["status"], cond["reason"]) == ("False", "SchedulingGated")
+    assert names(cluster.pending_pods()) == []          # not Unschedulable: the provisioner leaves it alone
+    rv = SimState.objects.get().resource_version
+    tick()
+    assert SimState.objects.get().resource_version == rv   # the condition is written once
+    # the gates removed, it is scheduled like any other pod
+    cleared = next(p for p in cluster.list_pods()[0] if p["metadata"]["name"] == "gated")
+    cleared["spec"].pop("schedulingGates")
+    cluster.apply(cleared)
+    assert tick().bound == ["default/gated"]
+
+
 def test_a_repeated_tick_changes_nothing(cluster: SimulatedCluster, tick: Ticker) -> None:
     cluster.apply(node("n", cpu="1"))
     cluster.apply(pod("fits", cpu="500m"))
