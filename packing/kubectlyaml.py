@@ -232,7 +232,10 @@ class _Reader:
             parts = [text[1:].rstrip(" ")]
             if not parts[0]:
                 raise _Unsure
-            for line in self._continuation(ind):
+            # line by line, not _continuation: the lines after the closing quote are not the scalar's
+            while self.pos < self.n and self.indents[self.pos] > ind:
+                line = self.texts[self.pos].rstrip(" ")
+                self.pos += 1
                 end = _quoted_end(line, 0)
                 if end >= 0:
                     if end != len(line) - 1 or self._next_indent() > ind or not line[:end]:

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 import yaml
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from packing import kubectlyaml, yamlinput
@@ -125,6 +125,7 @@ _fragments = st.sampled_from([
 
 @settings(max_examples=400, deadline=None)
 @given(st.lists(st.tuples(st.integers(0, 6), st.lists(_fragments, min_size=1, max_size=3)), min_size=1, max_size=8))
+@example([(0, ["c: 'q"]), (1, ["r'"]), (1, ["a:"])])  # a key indented under a folded quoted scalar: not YAML
 def test_the_fast_reader_never_accepts_what_the_full_reader_reads_otherwise(lines: list[tuple[int, list[str]]]) -> None:
     chunk = "- " + "\n".join(" " * (2 + ind) + "".join(parts) for ind, parts in lines).lstrip(" ") + "\n"
     fast = kubectlyaml.read_item(chunk)
