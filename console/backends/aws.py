@@ -64,6 +64,7 @@ IAM_ACTIONS: list[str] = [
     "ec2:DescribeImages",
     "ec2:DescribeInstances",
     "ec2:DescribeLaunchTemplateVersions",
+    "ec2:DescribePlacementGroups",
     "ec2:DescribeSecurityGroups",
     "ec2:DescribeSubnets",
     "ec2:TerminateInstances",
