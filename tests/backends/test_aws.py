@@ -775,6 +775,8 @@ def test_iam_actions_list_matches_the_calls_made(world: World) -> None:
     instance = provider.launch(request())                                           # alias (SSM), LT create, fleet
     provider.launch(request("other", nodeclass=nodeclass(tags={"team": "x"})))      # new template version
     provider.resolve_amis(nodeclass(ami_selector_terms=[{"id": X86_AMI}]))         # DescribeImages
+    _placement_groups(provider, {"pg": "pg-1"}).ensure_launch_template(               # DescribePlacementGroups
+        nodeclass(name="placed", placement_group_selector={"name": "pg"}))
     provider.describe([instance.instance_id])
     provider.list_instances(CLUSTER)
     provider.terminate([instance.instance_id])
