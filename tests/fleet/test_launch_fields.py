@@ -11,9 +11,11 @@ import pytest
 import yaml
 from django.contrib.auth.models import User
 from django.test import Client
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from rest_framework.test import APIClient
 
-from console.fleet import services
+from console.fleet import manifests, services, validation
 from console.fleet.models import ChangeRecord, EC2NodeClass
 from tests.fleet.conftest import nodeclass_values
 
@@ -153,8 +155,8 @@ def test_form_edits_the_fields_with_errors_at_the_field(operator_client: Client)
     errors = response.context["form"].errors
     assert "must be an integer from 30 to 60" in errors["ct_udp_timeout"][0]
     assert "must include a primary interface" in errors["network_interfaces"][0]
-    assert any("mutually exclusive" in e for e in errors.get("__all__", []) + errors.get("placement_group_name", [])
-               + errors.get("placement_group_id", [])), errors
+    assert "'name' and 'id' are mutually exclusive" in errors["placement_group_name"][0]
+    assert "'name' and 'id' are mutually exclusive" in errors["placement_group_id"][0]
     assert not EC2NodeClass.objects.filter(name="train2").exists()
 
 
@@ -178,3 +180,42 @@ def test_api_reads_writes_and_refuses_the_fields(operator_client: APIClient) -> 
     schema = operator_client.get("/api/schema/").content.decode()
     for name in ("connection_tracking", "cpu_options", "network_interfaces", "placement_group_selector"):
         assert name in schema
+
+
+_tracking = st.fixed_dictionaries({}, optional={k: st.integers(low, high)
+                                               for k, (low, high) in validation.CONNECTION_TRACKING_RANGES.items()})
+_extra_interface = st.fixed_dictionaries({"networkCardIndex": st.integers(1, 7), "deviceIndex": st.integers(0, 3),
+                                          "interfaceType": st.sampled_from(validation.INTERFACE_TYPES)})
+
+
+@st.composite
+def _interfaces(draw: st.DrawFn) -> list[dict[str, Any]]:
+    if draw(st.booleans()):
+        return []
+    extra = draw(st.lists(_extra_interface, max_size=4, unique_by=lambda ni: (ni["networkCardIndex"], ni["deviceIndex"])))
+    efa_cards: set[int] = set()
+    kept = []
+    for ni in extra:   # at most one efa-only per card, as the CRD's rule says
+        if ni["interfaceType"] == "efa-only":
+            if ni["networkCardIndex"] in efa_cards:
+                continue
+            efa_cards.add(ni["networkCardIndex"])
+        kept.append(ni)
+    return [dict(_PRIMARY), *kept]
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(tracking=_tracking, nested=st.sampled_from(["", *validation.NESTED_VIRTUALIZATION]), interfaces=_interfaces(),
+       placement=st.one_of(st.just({}), st.builds(lambda n: {"name": n}, st.text(min_size=1, max_size=20)),
+                           st.builds(lambda i: {"id": f"pg-{i}"}, st.from_regex(r"\A[0-9a-z]{1,17}\Z"))))
+def test_property_launch_fields_valid_by_the_crd_round_trip(tracking: dict[str, int], nested: str,
+                                                            interfaces: list[dict[str, Any]],
+                                                            placement: dict[str, str]) -> None:
+    values = {**nodeclass_values(), "connection_tracking": tracking,
+              "cpu_options": {"nestedVirtualization": nested} if nested else {}, "network_interfaces": interfaces,
+              "placement_group_selector": placement}
+    assert validation.check_nodeclass(values) == []
+    (doc,) = manifests.load_yaml_documents(manifests.dump_yaml([manifests.nodeclass_to_manifest(values)]))
+    imported, structural = manifests.fields_from_manifest(doc)
+    assert structural == []
+    assert {k: imported[k] for k in values} == values
