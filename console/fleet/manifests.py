@@ -302,7 +302,8 @@ def fields_from_manifest(doc: Mapping[str, Any]) -> tuple[dict[str, Any], list[t
                 problems.append((spec.yaml_path, f"{spec.path[-1]} is required"))
             values[field] = spec.fresh_default() if spec.has_default else None
             continue
-        if value in ([], {}) and spec.path in _EMPTY_REFUSED[NODEPOOL_KIND if nodepool else NODECLASS_KIND]:
+        # Only the empty value of the field's own type ([] for a list): another type is refused as such below.
+        if value == spec.default and value in ([], {}) and spec.path in _EMPTY_REFUSED[NODEPOOL_KIND if nodepool else NODECLASS_KIND]:
             problems.append((spec.yaml_path, _EMPTY_REFUSED[NODEPOOL_KIND if nodepool else NODECLASS_KIND][spec.path]))
             continue
         if spec.kind in fieldtable.STRING_KINDS and not isinstance(value, str):
