@@ -64,6 +64,7 @@ IAM_ACTIONS: list[str] = [
     "ec2:DescribeImages",
     "ec2:DescribeInstances",
     "ec2:DescribeLaunchTemplateVersions",
+    "ec2:DescribePlacementGroups",
     "ec2:DescribeSecurityGroups",
     "ec2:DescribeSubnets",
     "ec2:TerminateInstances",
@@ -217,6 +218,54 @@ def metadata_options(nodeclass: Mapping[str, Any]) -> dict[str, Any]:
     merged = {**_DEFAULT_METADATA, **{k: v for k, v in given.items() if v is not None}}
     return {"HttpEndpoint": merged["httpEndpoint"], "HttpProtocolIpv6": merged["httpProtocolIPv6"],
             "HttpPutResponseHopLimit": int(merged["httpPutResponseHopLimit"]), "HttpTokens": merged["httpTokens"]}
+
+
+def connection_tracking(nodeclass: Mapping[str, Any]) -> dict[str, int] | None:
+    """spec.connectionTracking as EC2's ConnectionTrackingSpecification, or None when nothing is set."""
+    given = _field(nodeclass, "connection_tracking", "connectionTracking", {}) or {}
+    names = {"tcpEstablishedTimeout": "TcpEstablishedTimeout", "udpStreamTimeout": "UdpStreamTimeout",
+             "udpTimeout": "UdpTimeout"}
+    spec = {ec2: int(given[key]) for key, ec2 in names.items() if given.get(key) is not None}
+    return spec or None
+
+
+def network_interfaces(nodeclass: Mapping[str, Any], groups: Sequence[str]) -> list[dict[str, Any]] | None:
+    """The launch template's interfaces, as the provider builds them: the NodeClass's networkInterfaces, one
+    each (efa-only ones without a public address or connection tracking, which EC2 refuses on them); else
+    one primary interface when a public-address choice or connection tracking needs one; else None (the
+    groups then go in SecurityGroupIds)."""
+    public_ip = _field(nodeclass, "associate_public_ip_address", "associatePublicIPAddress")
+    tracking = connection_tracking(nodeclass)
+    listed = _field(nodeclass, "network_interfaces", "networkInterfaces", []) or []
+    if listed:
+        out = []
+        for ni in listed:
+            efa_only = ni.get("interfaceType") == "efa-only"
+            entry: dict[str, Any] = {"NetworkCardIndex": int(ni["networkCardIndex"]),
+                                     "DeviceIndex": int(ni["deviceIndex"]),
+                                     "InterfaceType": str(ni["interfaceType"]), "Groups": list(groups)}
+            if public_ip is not None and not efa_only:
+                entry["AssociatePublicIpAddress"] = bool(public_ip)
+            if tracking and not efa_only:
+                entry["ConnectionTrackingSpecification"] = dict(tracking)
+            out.append(entry)
+        return out
+    if public_ip is None and tracking is None:
+        return None
+    # The subnet still comes from each CreateFleet override; EC2 refuses groups both here and in
+    # SecurityGroupIds, so they move onto the interface.
+    primary: dict[str, Any] = {"DeviceIndex": 0}
+    if public_ip is not None:
+        primary["AssociatePublicIpAddress"] = bool(public_ip)
+    primary["Groups"] = list(groups)
+    if tracking:
+        primary["ConnectionTrackingSpecification"] = tracking
+    return [primary]
+
+
+def cpu_options(nodeclass: Mapping[str, Any]) -> dict[str, str] | None:
+    nested = (_field(nodeclass, "cpu_options", "cpuOptions", {}) or {}).get("nestedVirtualization")
+    return {"NestedVirtualization": str(nested)} if nested else None
 
 
 # --- user data ------------------------------------------------------------------------------------
@@ -640,14 +689,17 @@ class AWSCloudProvider:
             # matters to someone launching from the template by hand.
             "ImageId": images.get("x86_64") or next(iter(images.values())),
         }
-        public_ip = _field(nodeclass, "associate_public_ip_address", "associatePublicIPAddress")
-        if public_ip is None:
+        interfaces = network_interfaces(nodeclass, groups)
+        if interfaces is None:
             data["SecurityGroupIds"] = list(groups)
         else:
-            # Only an explicit interface can say whether it gets a public address; the groups then move
-            # onto it (EC2 refuses both), and the subnet still comes from each CreateFleet override.
-            data["NetworkInterfaces"] = [{"DeviceIndex": 0, "AssociatePublicIpAddress": bool(public_ip),
-                                          "Groups": list(groups)}]
+            data["NetworkInterfaces"] = interfaces
+        cpu = cpu_options(nodeclass)
+        if cpu:
+            data["CpuOptions"] = cpu
+        placement = self._placement_group(nodeclass)
+        if placement:
+            data["Placement"] = placement
         monitoring = _field(nodeclass, "detailed_monitoring", "detailedMonitoring")
         if monitoring is not None:
             data["Monitoring"] = {"Enabled": bool(monitoring)}
@@ -661,6 +713,30 @@ class AWSCloudProvider:
         description = f"loadmaster {_digest(data)}"
         version = self._cached(f"lt:{lt_name}:{description}", lambda: self._write_template(lt_name, data, description, tags))
         return _Template(name=lt_name, version=version, images=images, subnets=subnets, tags=tags)
+
+    def _placement_group(self, nodeclass: Mapping[str, Any]) -> dict[str, str] | None:
+        """spec.placementGroupSelector as the template's Placement.GroupId; a name is resolved to its id
+        first, as the provider does, so a missing group fails the launch here with its name."""
+        selector = _field(nodeclass, "placement_group_selector", "placementGroupSelector", {}) or {}
+        if selector.get("id"):
+            return {"GroupId": str(selector["id"])}
+        name = selector.get("name")
+        if not name:
+            return None
+
+        def resolve() -> str:
+            try:
+                found = self._ec2.describe_placement_groups(GroupNames=[str(name)])["PlacementGroups"]
+            except ClientError as e:
+                if not _error_code(e).startswith("InvalidPlacementGroup"):
+                    raise
+                found = []
+            if not found:
+                raise LaunchError(f"NodeClass {self._nodeclass_name(nodeclass)}: placementGroupSelector "
+                                  f"name {name!r} matches no placement group")
+            return str(found[0]["GroupId"])
+
+        return {"GroupId": self._cached(f"pg:{name}", resolve)}
 
     def _write_template(self, lt_name: str, data: Mapping[str, Any], description: str,
                         tags: Mapping[str, str]) -> str:

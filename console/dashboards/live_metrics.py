@@ -18,6 +18,7 @@ from typing import Any
 
 from console.backends.base import ClusterBackend
 from console.control.live_cluster import LiveCluster, NodeRow, gc_paused
+from console.control.termination import do_not_disrupt
 from console.dashboards import selectors
 from console.dashboards.exposition import Exposition, escape, join, labels
 from console.fleet.models import NodePool
@@ -248,11 +249,10 @@ def eligible_nodes(read: LiveRead, pools: Sequence[NodePool], *, now: datetime) 
     have passed since the node initialized (and WhenEmptyOrUnderutilized for underutilized, no
     pod other than DaemonSet pods for empty); "drifted" needs the Drifted condition."""
     by_pool = {p.name: p for p in pools}
-    guarded = {name for name, obj in read.node_objects.items()
-               if ((obj.get("metadata") or {}).get("annotations") or {}).get("karpenter.sh/do-not-disrupt") == "true"}
+    # The engine's rule: "true", or a duration ("30m") not yet past since the object's creation.
+    guarded = {name for name, obj in read.node_objects.items() if do_not_disrupt(obj, f"node {name}", now)}
     for pod in read.pods:
-        meta = pod.get("metadata") or {}
-        if (meta.get("annotations") or {}).get("karpenter.sh/do-not-disrupt") == "true":
+        if do_not_disrupt(pod, "pod", now):
             guarded.add(str((pod.get("spec") or {}).get("nodeName") or ""))
     counts = {"empty": 0, "underutilized": 0, "drifted": 0}
     for row in read.nodes:

@@ -254,6 +254,24 @@ NODECLASS_FIELDS: tuple[FieldSpec, ...] = (
               api_help="spec.ipPrefixCount, 0 or more."),
     FieldSpec("context", ("spec", "context"), Kind.STRING, "Context", Widget.TEXT, default="",
               help="EC2's reserved Context value for CreateFleet (stored and exported; not sent yet)."),
+    # Karpenter v1.14's launch settings: sent in the launch template as the provider sends them (backends/aws.py).
+    FieldSpec("connection_tracking", ("spec", "connectionTracking"), Kind.OBJECT, "Connection tracking", Widget.PARTS,
+              default={}, parts=(
+                  Part("ct_tcp_established_timeout", "tcpEstablishedTimeout", Widget.NUMBER,
+                       "tcpEstablishedTimeout (s, 60-432000)"),
+                  Part("ct_udp_stream_timeout", "udpStreamTimeout", Widget.NUMBER, "udpStreamTimeout (s, 60-180)"),
+                  Part("ct_udp_timeout", "udpTimeout", Widget.NUMBER, "udpTimeout (s, 30-60)"))),
+    FieldSpec("cpu_options", ("spec", "cpuOptions"), Kind.OBJECT, "CPU options", Widget.PARTS, default={}, parts=(
+        Part("cpu_nested_virtualization", "nestedVirtualization", Widget.SELECT, "nestedVirtualization",
+             (("", "(EC2 default)"), *((v, v) for v in validation.NESTED_VIRTUALIZATION))),)),
+    FieldSpec("network_interfaces", ("spec", "networkInterfaces"), Kind.OBJECT_LIST, "Network interfaces",
+              Widget.YAML_LIST, default=[], item_keys=("networkCardIndex", "deviceIndex", "interfaceType"),
+              help="e.g. - {networkCardIndex: 0, deviceIndex: 0, interfaceType: interface}\n"
+                   "  - {networkCardIndex: 1, deviceIndex: 0, interfaceType: efa-only}"),
+    FieldSpec("placement_group_selector", ("spec", "placementGroupSelector"), Kind.OBJECT, "Placement group",
+              Widget.PARTS, default={}, parts=(
+                  Part("placement_group_name", "name", Widget.TEXT, "Placement group name"),
+                  Part("placement_group_id", "id", Widget.TEXT, "or placement group id (pg-…)"))),
     # The three below are not in the API yet: adding them changes its OpenAPI schema (a PUT keeps their values).
     FieldSpec("instance_store_policy", ("spec", "instanceStorePolicy"), Kind.ENUM, "Instance store policy",
               Widget.SELECT, default="", choices=(("", "(none)"), ("RAID0", "RAID0")), in_api=False,

@@ -395,6 +395,13 @@ class NodeClassForm(_NodeClassInputs):  # type: ignore[misc, valid-type]
                     # ".systemReserved.cpu: ..." -> the input of systemReserved
                     key = message.lstrip(".").split(".", 1)[0].split(":", 1)[0]
                     target = {v: k for k, v in _PARTS[field].items()}.get(key)
+                    # A rule on the whole mapping that quotes its keys ("'name' and 'id' are mutually
+                    # exclusive") goes to each input it names.
+                    quoted = [name for name, part_key in _PARTS[field].items() if f"'{part_key}'" in message]
+                    if target is None and quoted:
+                        for name in quoted:
+                            self.add_error(name, message)
+                        continue
                 if target is None and field == "__all__":
                     self.add_error(None, message)
                 elif target is None:

@@ -66,23 +66,24 @@ def _required(kind: str) -> dict[tuple[str, ...], str]:
 
 
 _REQUIRED = {kind: _required(kind) for kind in (NODEPOOL_KIND, NODECLASS_KIND)}
-# Fields of the Karpenter v1 schema (or of v1beta1, moved in v1) that Loadmaster does not store:
-# refused with a message that says so instead of a bare "unknown field".
-_NOT_SUPPORTED = "Karpenter v1 field that Loadmaster does not support yet; remove it to import"
+# Fields of the Karpenter v1beta1 schema that moved in v1: refused with a message that says where to.
 _KNOWN_ELSEWHERE: dict[str, dict[str, str]] = {
     NODEPOOL_KIND: {
         "spec.template.spec.kubelet": "kubelet moved to the EC2NodeClass (spec.kubelet) in Karpenter v1",
         "spec.disruption.expireAfter": "expireAfter moved to spec.template.spec.expireAfter in Karpenter v1",
         "spec.template.spec.resources": "resources cannot be set in a NodePool template",
     },
-    NODECLASS_KIND: {f"spec.{name}": _NOT_SUPPORTED for name in (
-        "connectionTracking", "cpuOptions", "networkInterfaces", "placementGroupSelector")},
+    NODECLASS_KIND: {},
 }
-# Lists that an absent field is stored as [] for, but whose explicit [] the CRD refuses (a CEL rule fails on it).
+# Lists and mappings that an absent field is stored as []/{} for, but whose explicit []/{} the CRD refuses (a
+# CEL rule fails on it).
 _EMPTY_REFUSED: dict[str, dict[tuple[str, ...], str]] = {
     NODEPOOL_KIND: {},
     NODECLASS_KIND: {("spec", "capacityReservationSelectorTerms"):
-                     "may not be empty (Karpenter's CRD refuses []): leave capacityReservationSelectorTerms out"},
+                     "may not be empty (Karpenter's CRD refuses []): leave capacityReservationSelectorTerms out",
+                     ("spec", "connectionTracking"):
+                     "at least one of tcpEstablishedTimeout, udpStreamTimeout, or udpTimeout must be set",
+                     ("spec", "placementGroupSelector"): "expected at least one, got none, ['name', 'id']"},
 }
 
 
@@ -301,7 +302,8 @@ def fields_from_manifest(doc: Mapping[str, Any]) -> tuple[dict[str, Any], list[t
                 problems.append((spec.yaml_path, f"{spec.path[-1]} is required"))
             values[field] = spec.fresh_default() if spec.has_default else None
             continue
-        if value == [] and spec.path in _EMPTY_REFUSED[NODEPOOL_KIND if nodepool else NODECLASS_KIND]:
+        # Only the empty value of the field's own type ([] for a list): another type is refused as such below.
+        if value == spec.default and value in ([], {}) and spec.path in _EMPTY_REFUSED[NODEPOOL_KIND if nodepool else NODECLASS_KIND]:
             problems.append((spec.yaml_path, _EMPTY_REFUSED[NODEPOOL_KIND if nodepool else NODECLASS_KIND][spec.path]))
             continue
         if spec.kind in fieldtable.STRING_KINDS and not isinstance(value, str):

@@ -115,6 +115,10 @@ class EC2NodeClass(models.Model):
     capacity_reservation_selector_terms = models.JSONField(default=list, blank=True)
     ip_prefix_count = models.PositiveIntegerField(null=True, blank=True)
     context = models.TextField(blank=True, default="")
+    connection_tracking = models.JSONField(default=dict, blank=True)
+    cpu_options = models.JSONField(default=dict, blank=True)
+    network_interfaces = models.JSONField(default=list, blank=True)
+    placement_group_selector = models.JSONField(default=dict, blank=True)
     instance_store_policy = models.CharField(max_length=16, blank=True, default="")  # "" or RAID0
     # None means "not set": Karpenter then uses the subnet's / AWS's default.
     detailed_monitoring = models.BooleanField(null=True, blank=True)

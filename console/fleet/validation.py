@@ -30,6 +30,12 @@ AMI_FAMILIES = ("AL2", "AL2023", "Bottlerocket", "Windows2019", "Windows2022", "
 # alias family (amiSelectorTerms[].alias "family@version") -> the amiFamily it implies
 ALIAS_FAMILIES = {"al2": "AL2", "al2023": "AL2023", "bottlerocket": "Bottlerocket",
                   "windows2019": "Windows2019", "windows2022": "Windows2022", "windows2025": "Windows2025"}
+NESTED_VIRTUALIZATION = ("enabled", "disabled")  # cpuOptions.nestedVirtualization
+INTERFACE_TYPES = ("interface", "efa-only")       # networkInterfaces[].interfaceType
+MAX_NETWORK_INTERFACES = 150
+# connectionTracking: key -> (minimum, maximum) seconds, as the v1.14 CRD bounds them.
+CONNECTION_TRACKING_RANGES = {"tcpEstablishedTimeout": (60, 432000), "udpStreamTimeout": (60, 180),
+                              "udpTimeout": (30, 60)}
 INSTANCE_MATCH_CRITERIA = ("open", "targeted")    # capacityReservationSelectorTerms[].instanceMatchCriteria
 VOLUME_TYPES = ("standard", "io1", "io2", "gp2", "sc1", "st1", "gp3")
 KUBELET_RESERVED_KEYS = ("cpu", "memory", "ephemeral-storage", "pid")
@@ -110,6 +116,7 @@ _AMI_ID = re.compile(r"ami-[0-9a-z]+")
 _SUBNET_ID = re.compile(r"subnet-[0-9a-z]+")
 _SG_ID = re.compile(r"sg-[0-9a-z]+")
 _CAPACITY_RESERVATION_ID = re.compile(r"^cr-[0-9a-z]+$")
+_PLACEMENT_GROUP_ID = re.compile(r"^pg-[0-9a-z]+$")
 _OWNER_ID = re.compile(r"^[0-9]{12}$")
 _GO_MAX_SECONDS = INT64_MAX // 10**9
 
@@ -698,7 +705,105 @@ def check_nodeclass(data: Mapping[str, Any]) -> list[FieldIssue]:
     context = data.get("context")
     if context is not None and not isinstance(context, str):
         found.append(FieldIssue("context", "", "must be a string"))
+    found += _check_connection_tracking(data.get("connection_tracking"))
+    found += _check_cpu_options(data.get("cpu_options"))
+    found += _check_network_interfaces(data.get("network_interfaces"))
+    found += _check_placement_group_selector(data.get("placement_group_selector"))
     return found
+
+
+def _check_connection_tracking(value: Any) -> list[FieldIssue]:
+    """connectionTracking as the v1.14 CRD checks it; {} is what an absent field is stored as (an explicit {},
+    which its CEL rule refuses, is refused by the import)."""
+    issues = Issues("connection_tracking")
+    tracking = _check_mapping(value, issues)
+    if not tracking:
+        return issues.items
+    unknown = _unknown(tracking, CONNECTION_TRACKING_RANGES)
+    if unknown:
+        issues.add("", unknown)
+    for key, (low, high) in CONNECTION_TRACKING_RANGES.items():
+        _check_int32(tracking.get(key), issues, f".{key}", low, high)
+    if all(tracking.get(key) is None for key in CONNECTION_TRACKING_RANGES):
+        issues.add("", "at least one of tcpEstablishedTimeout, udpStreamTimeout, or udpTimeout must be set")
+    return issues.items
+
+
+def _check_cpu_options(value: Any) -> list[FieldIssue]:
+    issues = Issues("cpu_options")
+    options = _check_mapping(value, issues)
+    if not options:
+        return issues.items
+    unknown = _unknown(options, ("nestedVirtualization",))
+    if unknown:
+        issues.add("", unknown)
+    nested = options.get("nestedVirtualization")
+    if nested is not None and nested not in NESTED_VIRTUALIZATION:
+        issues.add(".nestedVirtualization", f"{nested!r} is not one of {', '.join(NESTED_VIRTUALIZATION)}")
+    return issues.items
+
+
+def _check_network_interfaces(value: Any) -> list[FieldIssue]:
+    """networkInterfaces as the v1.14 CRD checks them: each item's three required keys, then its two list-wide
+    CEL rules (a primary interface; no repeated card/device pair, at most one efa-only per card)."""
+    issues = Issues("network_interfaces")
+    interfaces = _check_list(value, issues)
+    if interfaces is None:
+        return issues.items
+    if len(interfaces) > MAX_NETWORK_INTERFACES:
+        issues.add("", f"at most {MAX_NETWORK_INTERFACES} network interfaces")
+    whole = True
+    for i, ni in enumerate(interfaces):
+        path = f"[{i}]"
+        if not isinstance(ni, Mapping):
+            issues.add(path, "must be a mapping with networkCardIndex, deviceIndex and interfaceType")
+            whole = False
+            continue
+        unknown = _unknown(ni, ("networkCardIndex", "deviceIndex", "interfaceType"))
+        if unknown:
+            issues.add(path, unknown)
+        for key in ("networkCardIndex", "deviceIndex", "interfaceType"):
+            if ni.get(key) is None:
+                issues.add(f"{path}.{key}", f"{key} is required")
+                whole = False
+        for key in ("networkCardIndex", "deviceIndex"):
+            if ni.get(key) is not None and (not _is_int(ni[key]) or not 0 <= ni[key] <= INT32_MAX):
+                issues.add(f"{path}.{key}", "must be a non-negative integer")
+                whole = False
+        kind = ni.get("interfaceType")
+        if kind is not None and kind not in INTERFACE_TYPES:
+            issues.add(f"{path}.interfaceType", f"{kind!r} is not one of {', '.join(INTERFACE_TYPES)}")
+    if not whole or not interfaces:
+        return issues.items
+    if not any(ni["deviceIndex"] == 0 and ni["networkCardIndex"] == 0 and ni["interfaceType"] == "interface"
+               for ni in interfaces):
+        issues.add("", "networkInterfaces must include a primary interface with interfaceType='interface'")
+    pairs = [(ni["networkCardIndex"], ni["deviceIndex"]) for ni in interfaces]
+    efa_cards = [ni["networkCardIndex"] for ni in interfaces if ni["interfaceType"] == "efa-only"]
+    if len(set(pairs)) != len(pairs) or len(set(efa_cards)) != len(efa_cards):
+        issues.add("", "networkInterfaces must not have duplicate networkCardIndex and deviceIndex pairs, and can "
+                       "have at most one efa device per network card")
+    return issues.items
+
+
+def _check_placement_group_selector(value: Any) -> list[FieldIssue]:
+    issues = Issues("placement_group_selector")
+    selector = _check_mapping(value, issues)
+    if not selector:
+        return issues.items
+    unknown = _unknown(selector, ("name", "id"))
+    if unknown:
+        issues.add("", unknown)
+    name, pg_id = selector.get("name"), selector.get("id")
+    if name is not None and (not isinstance(name, str) or not name):
+        issues.add(".name", "must be a non-empty string")
+    if pg_id is not None and (not isinstance(pg_id, str) or not _PLACEMENT_GROUP_ID.match(pg_id)):
+        issues.add(".id", f"{pg_id!r} should match '^pg-[0-9a-z]+$'")
+    if name is None and pg_id is None:
+        issues.add("", "expected at least one, got none, ['name', 'id']")
+    elif name is not None and pg_id is not None:
+        issues.add("", "'name' and 'id' are mutually exclusive")
+    return issues.items
 
 
 CAPACITY_RESERVATION_TERM_KEYS = ("id", "ownerID", "tags", "instanceMatchCriteria")

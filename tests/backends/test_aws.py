@@ -677,6 +677,59 @@ def test_network_monitoring_and_instance_store_options(world: World) -> None:
     assert world.provider(cluster=info).launch(request(nodeclass=nc)).instance_type == "m5.large"
 
 
+def _placement_groups(provider: AWSCloudProvider, groups: Mapping[str, str]) -> AWSCloudProvider:
+    """Answer DescribePlacementGroups from `groups` (name -> id): moto 5.2 does not implement placement groups."""
+    def answer(params: dict[str, Any], **_: Any) -> tuple[AWSResponse, dict[str, Any]]:
+        names = [v for k, v in params["body"].items() if k.startswith("GroupName.")]
+        found = [{"GroupName": n, "GroupId": groups[n], "Strategy": "cluster", "State": "available"}
+                 for n in names if n in groups]
+        return AWSResponse("https://ec2.amazonaws.com/", 200, {}, None), {"PlacementGroups": found}
+
+    provider._ec2.meta.events.register("before-call.ec2.DescribePlacementGroups", answer)
+    return provider
+
+
+def test_launch_fields_go_into_the_launch_template_as_the_provider_sends_them(world: World) -> None:
+    info = ClusterInfo(name=CLUSTER, endpoint="https://e", certificate_authority="Q0E=")
+    provider = _placement_groups(world.provider(cluster=info), {"training": "pg-0123456789abcdef0"})
+    nc = nodeclass(connection_tracking={"tcpEstablishedTimeout": 7200, "udpTimeout": 30},
+                   cpu_options={"nestedVirtualization": "enabled"}, associate_public_ip_address=False,
+                   network_interfaces=[{"networkCardIndex": 0, "deviceIndex": 0, "interfaceType": "interface"},
+                                       {"networkCardIndex": 1, "deviceIndex": 0, "interfaceType": "efa-only"}],
+                   placement_group_selector={"name": "training"})
+    template = provider.ensure_launch_template(nc, zones=["us-east-1a"])
+    [version] = world.ec2.describe_launch_template_versions(LaunchTemplateName=template.name)["LaunchTemplateVersions"]
+    data = version["LaunchTemplateData"]
+    tracking = {"TcpEstablishedTimeout": 7200, "UdpTimeout": 30}
+    # EC2 refuses a public address and connection tracking on an efa-only interface; the groups go on each.
+    assert data["NetworkInterfaces"] == [
+        {"NetworkCardIndex": 0, "DeviceIndex": 0, "InterfaceType": "interface", "Groups": [world.sg],
+         "AssociatePublicIpAddress": False, "ConnectionTrackingSpecification": tracking},
+        {"NetworkCardIndex": 1, "DeviceIndex": 0, "InterfaceType": "efa-only", "Groups": [world.sg]}]
+    assert "SecurityGroupIds" not in data
+    assert data["CpuOptions"] == {"NestedVirtualization": "enabled"}
+    assert data["Placement"] == {"GroupId": "pg-0123456789abcdef0"}
+    assert provider.launch(request(nodeclass=nc)).instance_type == "m5.large"
+
+
+def test_connection_tracking_alone_gives_one_primary_interface_and_a_placement_id_is_used_as_is(world: World) -> None:
+    info = ClusterInfo(name=CLUSTER, endpoint="https://e", certificate_authority="Q0E=")
+    nc = nodeclass(connection_tracking={"udpStreamTimeout": 120}, placement_group_selector={"id": "pg-0abc"})
+    template = world.provider(cluster=info).ensure_launch_template(nc, zones=["us-east-1a"])
+    [version] = world.ec2.describe_launch_template_versions(LaunchTemplateName=template.name)["LaunchTemplateVersions"]
+    data = version["LaunchTemplateData"]
+    assert data["NetworkInterfaces"] == [{"DeviceIndex": 0, "Groups": [world.sg],
+                                          "ConnectionTrackingSpecification": {"UdpStreamTimeout": 120}}]
+    assert data["Placement"] == {"GroupId": "pg-0abc"} and "CpuOptions" not in data
+
+
+def test_a_placement_group_name_that_matches_nothing_fails_the_launch_naming_it(world: World) -> None:
+    info = ClusterInfo(name=CLUSTER, endpoint="https://e", certificate_authority="Q0E=")
+    with pytest.raises(LaunchError, match="placementGroupSelector name 'missing' matches no placement group"):
+        _placement_groups(world.provider(cluster=info), {"training": "pg-1"}).ensure_launch_template(
+            nodeclass(placement_group_selector={"name": "missing"}), zones=["us-east-1a"])
+
+
 def test_user_data_per_family() -> None:
     info = ClusterInfo(name="c", endpoint="https://e", certificate_authority="Q0E=")
     assert aws.user_data_for(nodeclass(user_data="#!/bin/bash\necho hi"), None) == "#!/bin/bash\necho hi"
@@ -722,6 +775,8 @@ def test_iam_actions_list_matches_the_calls_made(world: World) -> None:
     instance = provider.launch(request())                                           # alias (SSM), LT create, fleet
     provider.launch(request("other", nodeclass=nodeclass(tags={"team": "x"})))      # new template version
     provider.resolve_amis(nodeclass(ami_selector_terms=[{"id": X86_AMI}]))         # DescribeImages
+    _placement_groups(provider, {"pg": "pg-1"}).ensure_launch_template(               # DescribePlacementGroups
+        nodeclass(name="placed", placement_group_selector={"name": "pg"}))
     provider.describe([instance.instance_id])
     provider.list_instances(CLUSTER)
     provider.terminate([instance.instance_id])

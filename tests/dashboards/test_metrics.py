@@ -21,7 +21,7 @@ from console.dashboards import live_metrics
 from console.dashboards.exposition import Exposition
 from console.dashboards.ledger_metrics import consolidation_type, nodeclaim_reason
 from console.fleet import services
-from console.fleet.models import Decision, NodeClaim
+from console.fleet.models import Decision, NodeClaim, NodePool
 from console.telemetry import loop_stats, pod_startup
 from tests.console_pages import NODECLASS
 from tests.dashboards.conftest import build_fleet
@@ -465,3 +465,33 @@ def test_balanced_consolidation_metrics_have_karpenters_names_types_and_labels(v
     assert m["karpenter_consolidation_score_sum"][rejected] == 0.3
     # a pool that is not Balanced is counted, never scored
     assert all(dict(k)["nodepool"] == "a" for k in m["karpenter_consolidation_score_count"])
+
+
+def test_eligible_nodes_read_timed_do_not_disrupt_as_the_engine_does(fleet: None) -> None:
+    # n1 was created 2 h ago: "30m" on it has run out (eligible again), "3h" and "true" still protect it, on
+    # the node or on one of its pods (web-1 was created with the cluster, now).
+    from dataclasses import replace
+
+    from console.backends.factory import cluster_backend
+
+    now = timezone.now()
+    read = live_metrics.live_read(cluster=cluster_backend(), now=now)
+    pool = list(NodePool.objects.all())
+    assert live_metrics.eligible_nodes(read, pool, now=now)["underutilized"] == 1
+
+    def annotated(obj: Any, value: str) -> Any:
+        meta = obj["metadata"]
+        return {**obj, "metadata": {**meta, "annotations": {**(meta.get("annotations") or {}),
+                                                              "karpenter.sh/do-not-disrupt": value}}}
+
+    def count(node_value: str | None = None, pod_value: str | None = None, at: Any = now) -> int:
+        nodes = dict(read.node_objects)
+        if node_value is not None:
+            nodes["node-n1"] = annotated(nodes["node-n1"], node_value)
+        pods = [annotated(p, pod_value) if pod_value is not None and p["metadata"]["name"] == "web-1" else p
+                for p in read.pods]
+        return live_metrics.eligible_nodes(replace(read, node_objects=nodes, pods=pods), pool, now=at)["underutilized"]
+
+    assert (count("30m"), count("3h"), count("true"), count("false")) == (1, 0, 0, 1)
+    assert (count(pod_value="true"), count(pod_value="30m"), count(pod_value="30m", at=now + timedelta(hours=1))) \
+        == (0, 0, 1)

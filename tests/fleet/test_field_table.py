@@ -184,6 +184,11 @@ def test_a_full_object_saves_exports_and_imports_unchanged() -> None:
         "metadata_labels": {"team": "a"}, "metadata_annotations": {"kubernetes.io/description": "general"},
         "capacity_reservation_selector_terms": [{"tags": {"team": "ml"}, "instanceMatchCriteria": "open"}],
         "ip_prefix_count": 2, "context": "c-0123",
+        "connection_tracking": {"tcpEstablishedTimeout": 3600, "udpTimeout": 45},
+        "cpu_options": {"nestedVirtualization": "enabled"},
+        "network_interfaces": [{"networkCardIndex": 0, "deviceIndex": 0, "interfaceType": "interface"},
+                               {"networkCardIndex": 1, "deviceIndex": 0, "interfaceType": "efa-only"}],
+        "placement_group_selector": {"name": "training"},
     }
     nodeclass = services.nodeclass_create(values=nodeclass_values, user=user)
     # role and instanceProfile exclude each other

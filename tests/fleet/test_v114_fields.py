@@ -175,7 +175,6 @@ def _nodeclass_doc(**spec: Any) -> str:
     ({"ipPrefixCount": -1}, "spec.ipPrefixCount", "must be a non-negative integer"),
     ({"ipPrefixCount": "3"}, "spec.ipPrefixCount", "must be an integer"),
     ({"context": 7}, "spec.context", "must be a string"),
-    ({"cpuOptions": {"nestedVirtualization": "enabled"}}, "spec.cpuOptions", "Karpenter v1 field that Loadmaster"),
 ])
 def test_bad_v114_nodeclass_fields_are_named_at_their_path_and_nothing_is_saved(
         importer: User, spec: dict[str, Any], path: str, message: str) -> None:
