@@ -12,6 +12,7 @@ from console.access import require_operator
 from console.buffers import selectors, services
 from console.buffers.forms import BufferForm
 from console.buffers.models import CapacityBuffer
+from console.fleet.models import ChangeRecord
 
 
 def buffer_list(request: HttpRequest) -> HttpResponse:
@@ -27,13 +28,18 @@ def _get(namespace: str | None, name: str | None) -> CapacityBuffer | None:
     return buffer
 
 
+def _history(buffer: CapacityBuffer | None) -> list[ChangeRecord]:
+    return list(selectors.buffer_history(buffer=buffer)) if buffer is not None and buffer.pk else []
+
+
 class BufferEditView(View):
     template_name = "buffers/buffer_form.html"
 
     def get(self, request: HttpRequest, namespace: str | None = None, name: str | None = None) -> HttpResponse:
         require_operator(request)
         buffer = _get(namespace, name)
-        return render(request, self.template_name, {"form": BufferForm(instance=buffer), "buffer": buffer})
+        return render(request, self.template_name, {"form": BufferForm(instance=buffer), "buffer": buffer,
+                                                    "history": _history(buffer)})
 
     def post(self, request: HttpRequest, namespace: str | None = None, name: str | None = None) -> HttpResponse:
         require_operator(request)
@@ -43,16 +49,18 @@ class BufferEditView(View):
             values = {k: form.cleaned_data[k] for k in form.Meta.fields}
             try:
                 if buffer is None:
-                    buffer = services.buffer_create(values=values)
+                    buffer = services.buffer_create(values=values, user=request.user)
                 else:
-                    buffer = services.buffer_update(buffer=_get(namespace, name) or buffer, values=values)
+                    buffer = services.buffer_update(buffer=_get(namespace, name) or buffer, values=values,
+                                                    user=request.user)
                 messages.success(request, f"CapacityBuffer {buffer} saved.")
                 return redirect("buffers:buffer-list")
             except ValidationError as exc:
                 for field, errs in exc.message_dict.items():
                     for e in errs:
                         form.add_error(None if field == "__all__" else field, e)
-        return render(request, self.template_name, {"form": form, "buffer": buffer}, status=400)
+        return render(request, self.template_name, {"form": form, "buffer": buffer, "history": _history(buffer)},
+                      status=400)
 
 
 class BufferDeleteView(View):
@@ -60,6 +68,6 @@ class BufferDeleteView(View):
         require_operator(request)
         buffer = _get(namespace, name)
         assert buffer is not None
-        services.buffer_delete(buffer=buffer)
+        services.buffer_delete(buffer=buffer, user=request.user)
         messages.success(request, f"CapacityBuffer {namespace}/{name} deleted.")
         return redirect("buffers:buffer-list")

@@ -343,7 +343,7 @@ def karpenter_import(*, texts: Sequence[tuple[str, str]], user: Any, dry_run: bo
         for action, kind, values in plan:
             if kind == buffer_manifests.KIND:
                 if action != "unchanged":
-                    buffer_services.buffer_import_apply(values=values)
+                    buffer_services.buffer_import_apply(values=values, user=user)
                 continue
             model, _ = _KINDS[kind]
             if action == "created" and kind == manifests.NODEPOOL_KIND:

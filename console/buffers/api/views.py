@@ -10,7 +10,9 @@ from typing import Any
 from django.core.exceptions import ValidationError as DjangoValidationError
 from django.db import IntegrityError
 from django.http import Http404
+from drf_spectacular.utils import extend_schema
 from rest_framework import serializers, status, viewsets
+from rest_framework.decorators import action
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.settings import api_settings
@@ -18,6 +20,7 @@ from rest_framework.settings import api_settings
 from console.buffers import selectors, services
 from console.buffers.api.serializers import CapacityBufferSerializer
 from console.buffers.models import CapacityBuffer
+from console.fleet.api.serializers import ChangeRecordSerializer
 
 FIELDS = CapacityBufferSerializer.Meta.fields[:10]
 
@@ -60,7 +63,8 @@ class CapacityBufferViewSet(viewsets.ModelViewSet):
         serializer = self.get_serializer(data=request.data)
         serializer.is_valid(raise_exception=True)
         with _service_errors():
-            buffer = services.buffer_create(values=self._values(dict(serializer.validated_data)))
+            buffer = services.buffer_create(values=self._values(dict(serializer.validated_data)),
+                                           user=request.user, source="api")
         return Response(self.get_serializer(buffer).data, status=status.HTTP_201_CREATED)
 
     def update(self, request: Request, *args: Any, **kwargs: Any) -> Response:
@@ -69,9 +73,29 @@ class CapacityBufferViewSet(viewsets.ModelViewSet):
         serializer = self.get_serializer(buffer, data=request.data, partial=partial)
         serializer.is_valid(raise_exception=True)
         with _service_errors():
-            buffer = services.buffer_update(buffer=buffer, values=self._values(dict(serializer.validated_data), buffer))
+            buffer = services.buffer_update(buffer=buffer, values=self._values(dict(serializer.validated_data), buffer),
+                                            user=request.user, source="api")
         return Response(self.get_serializer(buffer).data)
 
     def destroy(self, request: Request, *args: Any, **kwargs: Any) -> Response:
-        services.buffer_delete(buffer=self.get_object())
+        services.buffer_delete(buffer=self.get_object(), user=request.user, source="api")
         return Response(status=status.HTTP_204_NO_CONTENT)
+
+    @extend_schema(
+        summary="Change history",
+        description="Every change to this CapacityBuffer, newest first: who, when, from where (form, api, import) "
+                    "and what changed, field by field in its manifest's paths. Still readable after the buffer is "
+                    "deleted.",
+        responses=ChangeRecordSerializer(many=True),
+        filters=False,
+    )
+    @action(detail=True, methods=["get"], filter_backends=[])
+    def history(self, request: Request, key: str | None = None) -> Response:
+        namespace, _, name = str(key).partition("/")
+        records = selectors.buffer_history(key=f"{namespace}/{name}", limit=None)
+        if not records.exists() and selectors.buffer_get(namespace=namespace, name=name) is None:
+            raise Http404("no such CapacityBuffer")
+        page = self.paginate_queryset(records)
+        if page is None:
+            return Response(ChangeRecordSerializer(records, many=True).data)
+        return self.get_paginated_response(ChangeRecordSerializer(page, many=True).data)
