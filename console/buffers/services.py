@@ -33,7 +33,7 @@ def _record(buffer: CapacityBuffer, *, action: str, before: Mapping[str, Any] | 
 def _apply(buffer: CapacityBuffer, values: Mapping[str, Any], *, user: Any, source: str) -> CapacityBuffer:
     saved = None if buffer.pk is None else CapacityBuffer.objects.get(pk=buffer.pk)
     creating = saved is None
-    before = None if saved is None else saved.manifest()
+    before: dict[str, Any] | None = None if saved is None else saved.manifest()
     for key in manifests.FIELDS:
         if key in values:
             setattr(buffer, key, values[key])
