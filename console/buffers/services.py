@@ -9,25 +9,16 @@ from typing import Any
 from django.core.exceptions import ValidationError
 from django.db import transaction
 
-from console.buffers import manifests
+from console.buffers import manifests, signals
 from console.buffers.models import CapacityBuffer
-from console.fleet import manifests as fleet_manifests
-from console.fleet.models import ChangeRecord
 
 
 def _record(buffer: CapacityBuffer, *, action: str, before: Mapping[str, Any] | None, user: Any,
-            source: str) -> ChangeRecord | None:
-    """The change in the history NodePools and EC2NodeClasses have (console.fleet ChangeRecord): who, from where,
-    and the manifest's paths that changed; an update that changes nothing leaves no record."""
+            source: str) -> None:
+    """Tell the change history (console.fleet listens to signals.buffer_changed) who changed what, from where."""
     after = None if action == "deleted" else buffer.manifest()
-    changes = fleet_manifests.diff_manifests(before, after)
-    if action == "updated" and not changes:
-        return None
-    return ChangeRecord.objects.create(
-        object_type=ChangeRecord.CAPACITYBUFFER, object_name=str(buffer), action=action, source=source,
-        user=user if getattr(user, "pk", None) else None, username=getattr(user, "username", "") or "",
-        changes=changes,
-    )
+    signals.buffer_changed.send(sender=CapacityBuffer, key=str(buffer), action=action, before=before, after=after,
+                                user=user, source=source)
 
 
 def _apply(buffer: CapacityBuffer, values: Mapping[str, Any], *, user: Any, source: str) -> CapacityBuffer:

@@ -12,7 +12,6 @@ from console.access import require_operator
 from console.buffers import selectors, services
 from console.buffers.forms import BufferForm
 from console.buffers.models import CapacityBuffer
-from console.fleet.models import ChangeRecord
 
 
 def buffer_list(request: HttpRequest) -> HttpResponse:
@@ -28,18 +27,13 @@ def _get(namespace: str | None, name: str | None) -> CapacityBuffer | None:
     return buffer
 
 
-def _history(buffer: CapacityBuffer | None) -> list[ChangeRecord]:
-    return list(selectors.buffer_history(buffer=buffer)) if buffer is not None and buffer.pk else []
-
-
 class BufferEditView(View):
     template_name = "buffers/buffer_form.html"
 
     def get(self, request: HttpRequest, namespace: str | None = None, name: str | None = None) -> HttpResponse:
         require_operator(request)
         buffer = _get(namespace, name)
-        return render(request, self.template_name, {"form": BufferForm(instance=buffer), "buffer": buffer,
-                                                    "history": _history(buffer)})
+        return render(request, self.template_name, {"form": BufferForm(instance=buffer), "buffer": buffer})
 
     def post(self, request: HttpRequest, namespace: str | None = None, name: str | None = None) -> HttpResponse:
         require_operator(request)
@@ -59,8 +53,7 @@ class BufferEditView(View):
                 for field, errs in exc.message_dict.items():
                     for e in errs:
                         form.add_error(None if field == "__all__" else field, e)
-        return render(request, self.template_name, {"form": form, "buffer": buffer, "history": _history(buffer)},
-                      status=400)
+        return render(request, self.template_name, {"form": form, "buffer": buffer}, status=400)
 
 
 class BufferDeleteView(View):

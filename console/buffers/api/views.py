@@ -10,9 +10,7 @@ from typing import Any
 from django.core.exceptions import ValidationError as DjangoValidationError
 from django.db import IntegrityError
 from django.http import Http404
-from drf_spectacular.utils import extend_schema
 from rest_framework import serializers, status, viewsets
-from rest_framework.decorators import action
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.settings import api_settings
@@ -20,7 +18,6 @@ from rest_framework.settings import api_settings
 from console.buffers import selectors, services
 from console.buffers.api.serializers import CapacityBufferSerializer
 from console.buffers.models import CapacityBuffer
-from console.fleet.api.serializers import ChangeRecordSerializer
 
 FIELDS = CapacityBufferSerializer.Meta.fields[:10]
 
@@ -81,21 +78,3 @@ class CapacityBufferViewSet(viewsets.ModelViewSet):
         services.buffer_delete(buffer=self.get_object(), user=request.user, source="api")
         return Response(status=status.HTTP_204_NO_CONTENT)
 
-    @extend_schema(
-        summary="Change history",
-        description="Every change to this CapacityBuffer, newest first: who, when, from where (form, api, import) "
-                    "and what changed, field by field in its manifest's paths. Still readable after the buffer is "
-                    "deleted.",
-        responses=ChangeRecordSerializer(many=True),
-        filters=False,
-    )
-    @action(detail=True, methods=["get"], filter_backends=[])
-    def history(self, request: Request, key: str | None = None) -> Response:
-        namespace, _, name = str(key).partition("/")
-        records = selectors.buffer_history(key=f"{namespace}/{name}", limit=None)
-        if not records.exists() and selectors.buffer_get(namespace=namespace, name=name) is None:
-            raise Http404("no such CapacityBuffer")
-        page = self.paginate_queryset(records)
-        if page is None:
-            return Response(ChangeRecordSerializer(records, many=True).data)
-        return self.get_paginated_response(ChangeRecordSerializer(page, many=True).data)
