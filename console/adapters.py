@@ -14,6 +14,7 @@ from typing import Any
 
 from django.conf import settings
 
+from console.backends.base import ClusterBackend, KubeObject
 from console.catalog.models import PriceOverrideRule
 from console.fleet import manifests
 from packing import api
@@ -132,6 +133,21 @@ def buffer_documents(buffers: Sequence[Any]) -> list[dict[str, Any]]:
     return [b.manifest() for b in buffers]
 
 
+def buffer_pod_templates(*, cluster: ClusterBackend, buffers: Sequence[Any]) -> list[KubeObject]:
+    """The live PodTemplates the CapacityBuffer rows name (`podTemplateRef`, in the buffer's namespace): the shape
+    of their chunks. The cluster is asked only when a buffer names one, and only the named ones are handed on, so
+    the PodTemplates nothing refers to cost no parsing (nor a refusal in the log)."""
+    wanted = {(b.namespace, b.pod_template_ref) for b in buffers if b.pod_template_ref}
+    if not wanted:
+        return []
+    named = []
+    for template in cluster.list_pod_templates():
+        meta = template.get("metadata")
+        if isinstance(meta, Mapping) and (meta.get("namespace") or "default", meta.get("name")) in wanted:
+            named.append(template)
+    return named
+
+
 def _named(doc: Mapping[str, Any]) -> str:
     """`Kind namespace/name` of a refused object for the log, whatever its metadata holds (the object is refused
     for a reason: its metadata may be a string, a list, or missing)."""
@@ -156,9 +172,11 @@ def read_objects(docs: Iterable[Mapping[str, Any]], inputs: api.Inputs, extras: 
 def _cluster_documents(*, pods: Sequence[Mapping[str, Any]], nodes: Sequence[Mapping[str, Any]],
                        pdbs: Sequence[Mapping[str, Any]], daemonsets: Sequence[Mapping[str, Any]],
                        nodepools: Sequence[Any], nodeclasses: Sequence[Any], nodeclaims: Sequence[Any],
-                       problems: dict[str, str] | None, buffers: Sequence[Any] = ()) -> list[Mapping[str, Any]]:
+                       problems: dict[str, str] | None, buffers: Sequence[Any] = (),
+                       pod_templates: Sequence[Mapping[str, Any]] = ()) -> list[Mapping[str, Any]]:
     docs: list[Mapping[str, Any]] = [*pods, *nodes, *pdbs, *daemonsets]
     docs += buffer_documents(buffers)
+    docs += pod_templates
     docs += nodepool_documents(nodepools, problems)
     docs += nodeclass_documents(nodeclasses)
     docs += [nodeclaim_object(c) for c in nodeclaims]
@@ -169,29 +187,31 @@ def cluster_inputs(*, pods: Sequence[Mapping[str, Any]], nodes: Sequence[Mapping
                    pdbs: Sequence[Mapping[str, Any]] = (), daemonsets: Sequence[Mapping[str, Any]] = (),
                    nodepools: Sequence[Any] = (), nodeclasses: Sequence[Any] = (),
                    nodeclaims: Sequence[Any] = (), problems: dict[str, str] | None = None,
-                   buffers: Sequence[Any] = ()) -> api.Inputs:
+                   buffers: Sequence[Any] = (), pod_templates: Sequence[Mapping[str, Any]] = ()) -> api.Inputs:
     """Everything the provisioning engine needs, read by the same parser as `python -m packing plan`.
 
     NodePools and EC2NodeClasses go through their Karpenter manifests, so the loops see exactly what
     an export would show; NodeClaims that have no Node yet count as in-flight capacity. A NodePool
     that cannot be converted is left out and named in ``problems`` (see nodepool_documents). CapacityBuffer
-    rows (``buffers``) go through their manifests too.
+    rows (``buffers``) go through their manifests too, with the live PodTemplates they name (``pod_templates``,
+    see buffer_pod_templates).
     """
     inputs = api.Inputs()
     read_objects(_cluster_documents(pods=pods, nodes=nodes, pdbs=pdbs, daemonsets=daemonsets, nodepools=nodepools,
                                     nodeclasses=nodeclasses, nodeclaims=nodeclaims, problems=problems,
-                                    buffers=buffers), inputs)
+                                    buffers=buffers, pod_templates=pod_templates), inputs)
     return inputs
 
 
 def cluster_objects(*, pods: Sequence[Mapping[str, Any]], nodes: Sequence[Mapping[str, Any]],
                     pdbs: Sequence[Mapping[str, Any]] = (), daemonsets: Sequence[Mapping[str, Any]] = (),
                     nodepools: Sequence[Any] = (), nodeclasses: Sequence[Any] = (),
-                    problems: dict[str, str] | None = None,
-                    buffers: Sequence[Any] = ()) -> tuple[api.Inputs, api.Extras]:
+                    problems: dict[str, str] | None = None, buffers: Sequence[Any] = (),
+                    pod_templates: Sequence[Mapping[str, Any]] = ()) -> tuple[api.Inputs, api.Extras]:
     """cluster_inputs with what disruption reads besides (the disrupt loop's view of the cluster)."""
     inputs, extras = api.Inputs(), api.Extras()
     read_objects(_cluster_documents(pods=pods, nodes=nodes, pdbs=pdbs, daemonsets=daemonsets, nodepools=nodepools,
-                                    nodeclasses=nodeclasses, nodeclaims=(), problems=problems, buffers=buffers),
+                                    nodeclasses=nodeclasses, nodeclaims=(), problems=problems, buffers=buffers,
+                                    pod_templates=pod_templates),
                  inputs, extras)
     return inputs, extras

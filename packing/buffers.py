@@ -17,7 +17,7 @@ pods, and a plan reports them under its `buffers` key (BufferReport).
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -34,10 +34,12 @@ __all__ = [
     "BUFFER_NAMESPACE_LABEL",
     "MAX_BUFFER_REPLICAS",
     "BufferReport",
+    "Place",
     "CapacityBuffer",
     "ResolvedBuffer",
     "ScalableRef",
     "buffer_reports",
+    "held_reports",
     "occupied_share",
     "is_virtual",
     "read_buffer",
@@ -354,37 +356,56 @@ def occupied_share(requests: Resources, allocatable: Resources) -> float:
     return min(1.0, share)
 
 
+@dataclass(frozen=True)
+class Place:
+    """A node (existing, or new: a NodeClaim) and the pods it holds, for BufferReport."""
+
+    name: str
+    new: bool
+    pods: Sequence[Pod]
+    price_per_hour: float
+    allocatable: Resources
+
+
 def buffer_reports(
     resolved: Sequence[ResolvedBuffer], res: Results, allocatable: Mapping[str, Resources]
 ) -> list[BufferReport]:
     """Where `res` (a plan made with the buffers' virtual pods) holds each buffer's pods, and the cost of that
     room; `allocatable` is that of the existing nodes, by name."""
+    places = [Place(c.name, True, c.pods, c.price_per_hour, c.allocatable) for c in res.nodeclaims]
+    places += [
+        Place(e.name, False, e.pods, e.price_per_hour or 0.0, allocatable.get(e.name, Resources()))
+        for e in res.existing
+    ]
+    return held_reports(resolved, places, lambda r: sum(1 for p in r.pods if p.key in res.unschedulable_reasons))
+
+
+def held_reports(
+    resolved: Sequence[ResolvedBuffer], places: Sequence[Place], unplaced: Callable[[ResolvedBuffer], int]
+) -> list[BufferReport]:
+    """Each buffer's virtual pods among `places`, and the share of those nodes' cost they take; `unplaced` counts
+    a buffer's pods no place holds (the plan's and the consolidation's reports, packing/disruption/output.py)."""
     cost: dict[str, float] = {}
     held: dict[str, float] = {}
-    places: list[tuple[dict[str, dict[str, int]], str, list[Pod], float, Resources]] = []
     claims: dict[str, dict[str, int]] = {}
     nodes: dict[str, dict[str, int]] = {}
-    for c in res.nodeclaims:
-        places.append((claims, c.name, c.pods, c.price_per_hour, c.allocatable))
-    for e in res.existing:
-        places.append((nodes, e.name, e.pods, e.price_per_hour or 0.0, allocatable.get(e.name, Resources())))
-    for where, name, pods, price, alloc in places:
+    for place in places:
+        where = claims if place.new else nodes
         mine: dict[str, Resources] = {}
-        for p in pods:
+        for p in place.pods:
             if is_virtual(p):
                 key = f"{p.namespace}/{p.owner_name}"
                 d = where.setdefault(key, {})
-                d[name] = d.get(name, 0) + 1
+                d[place.name] = d.get(place.name, 0) + 1
                 mine[key] = mine.get(key, Resources()) + p.requests
         for key, req in mine.items():
-            share = price * occupied_share(req, alloc)
+            share = place.price_per_hour * occupied_share(req, place.allocatable)
             cost[key] = cost.get(key, 0.0) + share
-            if where is nodes:
+            if not place.new:
                 held[key] = held.get(key, 0.0) + share
     out = []
     for r in resolved:
         b = r.buffer
-        unplaced = sum(1 for p in r.pods if p.key in res.unschedulable_reasons)
         out.append(
             BufferReport(
                 b.namespace,
@@ -394,7 +415,7 @@ def buffer_reports(
                 r.chunk,
                 claims.get(b.key, {}),
                 nodes.get(b.key, {}),
-                unplaced,
+                unplaced(r),
                 r.problem,
                 cost.get(b.key, 0.0),
                 held.get(b.key, 0.0),

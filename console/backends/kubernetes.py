@@ -232,6 +232,9 @@ class KubernetesCluster:
     def list_daemonsets(self) -> list[KubeObject]:
         return self._list(self.apps.list_daemon_set_for_all_namespaces, "apps/v1", "DaemonSet")[0]
 
+    def list_pod_templates(self) -> list[KubeObject]:
+        return self._list(self.core.list_pod_template_for_all_namespaces, "v1", "PodTemplate")[0]
+
     def pending_pods(self) -> list[KubeObject]:
         # Server-side narrowing (unbound, Pending) keeps the response small on big clusters; the
         # scheduler's verdict lives in a condition no field selector can reach, so filter here too.

@@ -13,3 +13,4 @@ def buffer_list() -> QuerySet[CapacityBuffer]:
 
 def buffer_get(*, namespace: str, name: str) -> CapacityBuffer | None:
     return CapacityBuffer.objects.filter(namespace=namespace, name=name).first()
+

@@ -43,9 +43,10 @@ class BufferEditView(View):
             values = {k: form.cleaned_data[k] for k in form.Meta.fields}
             try:
                 if buffer is None:
-                    buffer = services.buffer_create(values=values)
+                    buffer = services.buffer_create(values=values, user=request.user)
                 else:
-                    buffer = services.buffer_update(buffer=_get(namespace, name) or buffer, values=values)
+                    buffer = services.buffer_update(buffer=_get(namespace, name) or buffer, values=values,
+                                                    user=request.user)
                 messages.success(request, f"CapacityBuffer {buffer} saved.")
                 return redirect("buffers:buffer-list")
             except ValidationError as exc:
@@ -60,6 +61,6 @@ class BufferDeleteView(View):
         require_operator(request)
         buffer = _get(namespace, name)
         assert buffer is not None
-        services.buffer_delete(buffer=buffer)
+        services.buffer_delete(buffer=buffer, user=request.user)
         messages.success(request, f"CapacityBuffer {namespace}/{name} deleted.")
         return redirect("buffers:buffer-list")

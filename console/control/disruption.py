@@ -65,11 +65,13 @@ def _engine_cluster(*, cluster: ClusterBackend, now: datetime, problems: dict[st
     classes = list(EC2NodeClass.objects.all())
     pods, _ = cluster.list_pods()
     nodes, _ = cluster.list_nodes()
+    buffers = list(CapacityBuffer.objects.all())
     inputs, extras = adapters.cluster_objects(pods=pods, nodes=nodes, pdbs=cluster.list_pdbs(),
                                               daemonsets=cluster.list_daemonsets(),
                                               nodepools=[p for p in pools if p.name not in leave_out],
-                                              nodeclasses=classes, problems=problems,
-                                              buffers=list(CapacityBuffer.objects.all()))
+                                              nodeclasses=classes, problems=problems, buffers=buffers,
+                                              pod_templates=adapters.buffer_pod_templates(cluster=cluster,
+                                                                                          buffers=buffers))
     catalog = engine_catalog(nodeclasses=classes, pools=pools, now=now)
     engine_cluster = api.build_cluster(inputs, extras, catalog)
     engine_cluster.min_values_policy = api.MinValuesPolicy(settings.LOADMASTER_MIN_VALUES_POLICY)

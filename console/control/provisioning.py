@@ -123,10 +123,12 @@ def _provision(cluster: ClusterBackend, cloud: CloudProvider, now: datetime) -> 
     nodes, _ = cluster.list_nodes()
     # Claims on their way out (deleted NodePool, interruption) are no capacity to plan on.
     inflight = NodeClaim.objects.active().filter(registered_at__isnull=True, deletion_requested_at__isnull=True)
+    buffers = list(CapacityBuffer.objects.all())
     inputs = adapters.cluster_inputs(pods=pods, nodes=nodes, pdbs=cluster.list_pdbs(),
                                      daemonsets=daemonsets, nodepools=pools,
                                      nodeclasses=classes, nodeclaims=inflight, problems=problems,
-                                     buffers=list(CapacityBuffer.objects.all()))
+                                     buffers=buffers, pod_templates=adapters.buffer_pod_templates(
+                                         cluster=cluster, buffers=buffers))
     # Only pods the scheduler gave up on; a pod merely not yet scheduled may still land on a node.
     pending_keys = {f"{p['metadata'].get('namespace') or 'default'}/{p['metadata']['name']}"
                     for p in cluster.pending_pods()}

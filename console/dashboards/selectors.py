@@ -681,7 +681,8 @@ def headroom(*, cluster: ClusterBackend) -> Headroom:
     nodes, _ = cluster.list_nodes()
     pools, classes = list(NodePool.objects.all()), list(EC2NodeClass.objects.all())
     inputs = adapters.cluster_inputs(pods=pods, nodes=nodes, daemonsets=cluster.list_daemonsets(), nodepools=pools,
-                                     nodeclasses=classes, buffers=rows)
+                                     nodeclasses=classes, buffers=rows,
+                                     pod_templates=adapters.buffer_pod_templates(cluster=cluster, buffers=rows))
     api.expand_workloads(inputs)
     inputs.pending = []
     results = api.plan(inputs, adapters.engine_catalog(pools=pools, nodeclasses=classes), lower_bound=False)

@@ -306,16 +306,18 @@ class Decision(models.Model):
 
 
 class ChangeRecord(models.Model):
-    """Who changed a NodePool or NodeClass, when, how, and what changed (field by field)."""
+    """Who changed a NodePool, NodeClass or CapacityBuffer, when, how, and what changed (field by field)."""
 
     NODEPOOL = "nodepool"
     NODECLASS = "ec2nodeclass"
-    OBJECT_TYPES = [(NODEPOOL, "NodePool"), (NODECLASS, "EC2NodeClass")]
+    CAPACITYBUFFER = "capacitybuffer"  # object_name is the buffer's namespace/name (console/buffers)
+    OBJECT_TYPES = [(NODEPOOL, "NodePool"), (NODECLASS, "EC2NodeClass"), (CAPACITYBUFFER, "CapacityBuffer")]
     ACTIONS = [("created", "created"), ("updated", "updated"), ("deleted", "deleted")]
     SOURCES = [("form", "form"), ("api", "API"), ("import", "YAML import"), ("demo", "demo"), ("system", "system")]
 
     object_type = models.CharField(max_length=16, choices=OBJECT_TYPES)
-    object_name = models.CharField(max_length=63)
+    # a CapacityBuffer's namespace (63) / name (253)
+    object_name = models.CharField(max_length=317)
     action = models.CharField(max_length=16, choices=ACTIONS)
     source = models.CharField(max_length=16, choices=SOURCES)
     user = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)

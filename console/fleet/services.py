@@ -76,6 +76,20 @@ def _save(obj: NodePool | EC2NodeClass, *, values: Mapping[str, Any], user: Any,
     return obj
 
 
+def buffer_change_record(*, key: str, action: str, before: Mapping[str, Any] | None,
+                         after: Mapping[str, Any] | None, user: Any, source: str, **_: Any) -> ChangeRecord | None:
+    """A CapacityBuffer's change in the history NodePools have (console.buffers.signals.buffer_changed, connected
+    in apps.py): who, from where, the manifest's paths that changed; an update that changes nothing leaves none."""
+    changes = manifests.diff_manifests(before, after)
+    if action == "updated" and not changes:
+        return None
+    return ChangeRecord.objects.create(
+        object_type=ChangeRecord.CAPACITYBUFFER, object_name=key, action=action, source=source,
+        user=user if getattr(user, "pk", None) else None, username=getattr(user, "username", "") or "",
+        changes=changes,
+    )
+
+
 @transaction.atomic
 def nodepool_create(*, values: Mapping[str, Any], user: Any, source: str = "form") -> NodePool:
     pool = _save(NodePool(), values=values, user=user, source=source)
@@ -343,7 +357,7 @@ def karpenter_import(*, texts: Sequence[tuple[str, str]], user: Any, dry_run: bo
         for action, kind, values in plan:
             if kind == buffer_manifests.KIND:
                 if action != "unchanged":
-                    buffer_services.buffer_import_apply(values=values)
+                    buffer_services.buffer_import_apply(values=values, user=user)
                 continue
             model, _ = _KINDS[kind]
             if action == "created" and kind == manifests.NODEPOOL_KIND:

@@ -222,6 +222,9 @@ class SimulatedCluster:
     def list_daemonsets(self) -> list[KubeObject]:
         return list_objects("DaemonSet")[0]
 
+    def list_pod_templates(self) -> list[KubeObject]:
+        return list_objects("PodTemplate")[0]
+
     def pending_pods(self) -> list[KubeObject]:
         rows = SimObject.objects.filter(kind="Pod", node_name="").order_by("namespace", "name")
         return [row.body for row in rows if is_provisionable(row.body)]

@@ -42,7 +42,7 @@ class SimState(models.Model):
 
 
 class SimObject(models.Model):
-    """A live Kubernetes object (Pod, Node, PodDisruptionBudget, DaemonSet) as its JSON body."""
+    """A live Kubernetes object (Pod, Node, PodDisruptionBudget, DaemonSet, PodTemplate) as its JSON body."""
 
     kind = models.CharField(max_length=32)
     namespace = models.CharField(max_length=253, blank=True, default="")

@@ -22,7 +22,8 @@ from django.utils import timezone
 from console.backends.base import KubeObject, ResourceExpired, WatchEvent
 from console.simulation.models import SimObject, SimState, SimTombstone
 
-API_VERSIONS = {"Pod": "v1", "Node": "v1", "PodDisruptionBudget": "policy/v1", "DaemonSet": "apps/v1"}
+API_VERSIONS = {"Pod": "v1", "Node": "v1", "PodDisruptionBudget": "policy/v1", "DaemonSet": "apps/v1",
+                "PodTemplate": "v1"}
 CLUSTER_SCOPED = {"Node"}
 _UID_NAMESPACE = uuid.UUID("6f1c2a3e-7d4b-4c1a-9a55-2f0e8b1d3c77")
 # Kubernetes' alphabet for generated name suffixes (no vowels, no look-alikes).

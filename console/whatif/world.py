@@ -115,7 +115,9 @@ def live_world(*, cluster: ClusterBackend | None = None, now: datetime | None = 
     inflight = NodeClaim.objects.active().filter(registered_at__isnull=True)
     workload: list[Doc] = [*pods, *nodes, *cluster.list_pdbs(), *cluster.list_daemonsets()]
     workload += [adapters.nodeclaim_object(c) for c in inflight]
-    workload += adapters.buffer_documents(list(CapacityBuffer.objects.all()))  # as the loops read them
+    buffers = list(CapacityBuffer.objects.all())
+    workload += adapters.buffer_documents(buffers)  # as the loops read them
+    workload += adapters.buffer_pod_templates(cluster=cluster, buffers=buffers)
     # The provision loop only plans for pods the scheduler gave up on; a preview must agree with it.
     pending = {object_key(p) for p in cluster.pending_pods()}
     return World(workload, list(NodePool.objects.all()), list(EC2NodeClass.objects.all()), pending, now or timezone.now())

@@ -27,6 +27,7 @@ import time
 from datetime import UTC, datetime
 from typing import Any
 
+from packing.buffers import BufferReport, Place, held_reports
 from packing.disruption.consolidation import SPOT_TO_SPOT_MIN_TYPES
 from packing.disruption.drift import Drift
 from packing.disruption.emptiness import Emptiness
@@ -41,6 +42,7 @@ from packing.disruption.spared import not_disrupted
 from packing.disruption.state import RunState
 from packing.gcpause import gc_paused
 from packing.plan_output import nodeclaim_json
+from packing.pods import Pod
 from packing.scheduling.amounts import clamped_node, clamped_pod, representable_types
 from packing.scheduling.results import PlannedNodeClaim
 
@@ -117,7 +119,34 @@ def _report(run: RunState, started: float, *, price_blocked: bool) -> Report:
     report.unusable_nodepools = run.sim.unusable_nodepools(run.types.keys)
     report.solve_seconds = time.perf_counter() - started
     report.score_observations = list(run.scorer.observations)
+    report.buffers = _buffer_reports(run)
     return report
+
+
+def _buffer_reports(run: RunState) -> list[BufferReport]:
+    """Where each CapacityBuffer's virtual pods are held once the actions are taken: on the nodes that stay, on
+    in-flight NodeClaims (existing capacity, price unknown), on the replacements the actions launch (their
+    `nodeclaims`); the rest (`unplaced`) wait for the provisioner, as pending pods do."""
+    if not run.cluster.buffers:
+        return []
+    sim = run.sim
+    launched = {c.name: c for claims in run.launches for c, _ in claims}
+    places = []
+    for name in sim.order:
+        pods = sim.reserved_on.get(name, [])
+        if name in run.info:
+            places.append(Place(name, False, pods, run.price.get(name, 0.0), run.info[name].spec.allocatable))
+        elif name in launched:
+            c = launched[name]
+            places.append(Place(name, True, pods, c.price_per_hour, c.allocatable))
+    inflight = {s.name: s for s in run.cluster.inflight}
+    on_inflight: dict[str, list[Pod]] = {}
+    for p in sim.orphans:
+        if p.node_name in inflight:
+            on_inflight.setdefault(p.node_name, []).append(p)
+    places += [Place(n, False, pods, 0.0, inflight[n].allocatable) for n, pods in sorted(on_inflight.items())]
+    held = {p.key for place in places for p in place.pods}
+    return held_reports(run.cluster.buffers, places, lambda r: sum(1 for p in r.pods if p.key not in held))
 
 
 def consolidate(

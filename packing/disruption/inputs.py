@@ -188,7 +188,8 @@ def build_cluster(inp: Inputs, ex: Extras, catalog: Sequence[InstanceType]) -> C
     are never evicted, having no node."""
     expand_workloads(inp)
     pods = [*inp.running, *inp.pending]
-    virtual = [p for r in resolve_buffers(inp.buffers, inp.pod_templates, inp.workloads, pods) for p in r.pods]
+    resolved = resolve_buffers(inp.buffers, inp.pod_templates, inp.workloads, pods)
+    virtual = [p for r in resolved for p in r.pods]
     inflight = inflight_claims(inp, catalog)
     nodes = [
         NodeInfo(
@@ -213,4 +214,5 @@ def build_cluster(inp: Inputs, ex: Extras, catalog: Sequence[InstanceType]) -> C
         pdb_status=dict(ex.pdb_status),
         pdb_null_selector=set(ex.pdb_null),
         inflight=inflight,
+        buffers=resolved,
     )

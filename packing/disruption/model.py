@@ -14,6 +14,7 @@ from datetime import datetime, timedelta
 from enum import StrEnum
 from typing import Any
 
+from packing.buffers import BufferReport, ResolvedBuffer
 from packing.disruption.donotdisrupt import DO_NOT_DISRUPT
 from packing.disruption.formatting import money
 from packing.durations import parse_duration
@@ -163,6 +164,8 @@ class Cluster:
     inflight: list[ExistingNodeSpec] = field(default_factory=list)  # NodeClaims not yet registered as Nodes
     # what replacements do when a NodeClaim cannot keep a requirement's minValues (--min-values-policy)
     min_values_policy: MinValuesPolicy = MinValuesPolicy.STRICT
+    # the input's CapacityBuffers as resolved (packing.buffers): their virtual pods are among `pending`
+    buffers: list[ResolvedBuffer] = field(default_factory=list)
 
     def settings_for(self, pool: str) -> DisruptionSettings:
         return self.settings.get(pool, DisruptionSettings())
@@ -306,6 +309,8 @@ class Report:
     # NodePools the engine cannot launch from, with why (as Results.unusable_nodepools): the run went on with
     # the other pools. Empty when every pool is usable.
     unusable_nodepools: dict[str, str] = field(default_factory=dict)
+    # per CapacityBuffer of the input, where its virtual pods' room is held once the actions are taken
+    buffers: list[BufferReport] = field(default_factory=list)
     # every consolidation move evaluated, as karpenter_consolidation_score / _moves_total count them (balanced.py)
     score_observations: list[ScoreObservation] = field(default_factory=list)
 

@@ -16,6 +16,9 @@ def render_json(r: Report) -> dict[str, Any]:
     if r.unusable_nodepools:
         # only when there is one, so that a healthy run's document keeps exactly its three keys
         doc["unusable_nodepools"] = dict(sorted(r.unusable_nodepools.items()))
+    if r.buffers:
+        # only with CapacityBuffers in the input, as the plan document's `buffers` key (the same fields)
+        doc["buffers"] = [b.json() for b in r.buffers]
     return doc
 
 

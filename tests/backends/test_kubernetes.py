@@ -246,6 +246,23 @@ def test_pdbs_and_daemonsets_are_listed(kube: KMockThread, core: client.CoreV1Ap
     assert daemonsets[0]["kind"] == "DaemonSet" and daemonsets[0]["apiVersion"] == "apps/v1"
 
 
+def test_pod_templates_are_listed_across_namespaces(kube: KMockThread, core: client.CoreV1Api,
+                                                     cluster: KubernetesCluster) -> None:
+    """The shapes CapacityBuffers name (podTemplateRef): every namespace's, typed, read by the engine's parser."""
+    for namespace, name in (("default", "burst"), ("batch", "burst"), ("batch", "worker")):
+        core.create_namespaced_pod_template(namespace, {
+            "apiVersion": "v1", "kind": "PodTemplate", "metadata": {"name": name},
+            "template": {"metadata": {"labels": {"app": name}}, "spec": {"containers": CONTAINERS}},
+        })
+    templates = cluster.list_pod_templates()
+    assert sorted((t["metadata"]["namespace"], t["metadata"]["name"]) for t in templates) == [
+        ("batch", "burst"), ("batch", "worker"), ("default", "burst")]
+    assert {(t["apiVersion"], t["kind"]) for t in templates} == {("v1", "PodTemplate")}
+    inputs = Inputs()
+    parse_documents(json.dumps({"apiVersion": "v1", "kind": "List", "items": templates}), "cluster.json", inputs)
+    assert inputs.pod_templates[("batch", "worker")].requests == inputs.pod_templates[("default", "burst")].requests
+
+
 # --- nodes: registration, cordon, delete -----------------------------------------------------------
 
 def test_node_registration_by_provider_id(kube: KMockThread, core: client.CoreV1Api, cluster: KubernetesCluster) -> None:

@@ -24,6 +24,7 @@ CLIENT_CALLS = {
     "delete_namespaced_pod": ("", "pods", "delete"),
     "list_pod_disruption_budget_for_all_namespaces": ("policy", "poddisruptionbudgets", "list"),
     "list_daemon_set_for_all_namespaces": ("apps", "daemonsets", "list"),
+    "list_pod_template_for_all_namespaces": ("", "podtemplates", "list"),
 }
 
 

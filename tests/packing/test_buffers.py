@@ -223,6 +223,38 @@ def test_consolidation_keeps_the_buffers_room(tmp_path: Path) -> None:
     assert not any("room-buffer" in k for a in doc["actions"] for k in a["moves"])
 
 
+def test_consolidate_json_says_where_each_buffers_room_is_held(tmp_path: Path) -> None:
+    """`consolidate` JSON's `buffers` key, as the plan's: the room each buffer's virtual pods hold once the actions
+    are taken, the pods no node holds, and a buffer that makes no pods with why; no key without buffers."""
+    docs = [node_doc("n1"), node_doc("n2"), pod_doc("web-1", "n1", "3")]
+    code, out, err = run(consolidate_main, [*files(tmp_path, *docs), "--at", "2026-11-30T12:00:00Z"])
+    assert code == 0, err
+    assert "buffers" not in json.loads(out)
+    buffers = [
+        TEMPLATE,
+        buffer_doc("  podTemplateRef: {name: spare}\n  replicas: 3"),
+        buffer_doc("  podTemplateRef: {name: gone}\n  replicas: 1", name="orphan"),
+    ]
+    code, out, err = run(consolidate_main, [*files(tmp_path, *docs, *buffers), "--at", "2026-11-30T12:00:00Z"])
+    assert code == 0, err
+    doc = json.loads(out)
+    assert set(doc) >= {"actions", "not_disrupted", "summary", "buffers"}
+    orphan, room = doc["buffers"]
+    assert orphan["name"] == "orphan" and orphan["replicas"] == 0
+    assert orphan["problem"] == "PodTemplate default/gone is not in the input"
+    assert room["name"] == "room" and room["replicas"] == 3 and room["chunk"]["cpu"] == "2"
+    # n2 (4 cpu, empty) holds two 2-cpu chunks, n1 (1 cpu free) none; the third waits for the provisioner
+    assert room["existing_nodes"] == {"n2": 2} and room["nodeclaims"] == {} and room["unplaced"] == 1
+    assert room["existing_cost_per_hour"] > 0 and room["cost_per_hour"] == room["existing_cost_per_hour"]
+    assert set(room) == set(plan_buffer_keys(tmp_path))
+
+
+def plan_buffer_keys(tmp_path: Path) -> list[str]:
+    code, out, err = run(plan_main, files(tmp_path, TEMPLATE, buffer_doc("  podTemplateRef: {name: spare}\n  replicas: 1")))
+    assert code == 0, err
+    return list(json.loads(out)["buffers"][0])
+
+
 # ---------------------------------------------------------------- invariants
 @given(
     replicas=st.none() | st.integers(0, 30),

@@ -60,7 +60,8 @@ class CapacityBufferViewSet(viewsets.ModelViewSet):
         serializer = self.get_serializer(data=request.data)
         serializer.is_valid(raise_exception=True)
         with _service_errors():
-            buffer = services.buffer_create(values=self._values(dict(serializer.validated_data)))
+            buffer = services.buffer_create(values=self._values(dict(serializer.validated_data)),
+                                           user=request.user, source="api")
         return Response(self.get_serializer(buffer).data, status=status.HTTP_201_CREATED)
 
     def update(self, request: Request, *args: Any, **kwargs: Any) -> Response:
@@ -69,9 +70,11 @@ class CapacityBufferViewSet(viewsets.ModelViewSet):
         serializer = self.get_serializer(buffer, data=request.data, partial=partial)
         serializer.is_valid(raise_exception=True)
         with _service_errors():
-            buffer = services.buffer_update(buffer=buffer, values=self._values(dict(serializer.validated_data), buffer))
+            buffer = services.buffer_update(buffer=buffer, values=self._values(dict(serializer.validated_data), buffer),
+                                            user=request.user, source="api")
         return Response(self.get_serializer(buffer).data)
 
     def destroy(self, request: Request, *args: Any, **kwargs: Any) -> Response:
-        services.buffer_delete(buffer=self.get_object())
+        services.buffer_delete(buffer=self.get_object(), user=request.user, source="api")
         return Response(status=status.HTTP_204_NO_CONTENT)
+

@@ -22,5 +22,7 @@ urlpatterns = [
     path("docs/", views.DocsView.as_view(), name="docs"),
     path("token/", obtain_auth_token, name="token"),
     path("import/", views.ImportView.as_view(), name="import"),
+    path("capacitybuffers/<str:namespace>/<str:name>/history/", views.BufferHistoryView.as_view(),
+         name="capacitybuffer-history"),
     path("", include(router.urls)),
 ]

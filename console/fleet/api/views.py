@@ -29,6 +29,7 @@ from rest_framework.settings import api_settings
 from rest_framework.utils import encoders
 from rest_framework.views import APIView
 
+from console.buffers import selectors as buffer_selectors
 from console.fleet import selectors, services
 from console.fleet.api.serializers import (
     ChangeRecordSerializer,
@@ -296,6 +297,27 @@ class DecisionViewSet(viewsets.ReadOnlyModelViewSet):
     serializer_class = DecisionSerializer
     filterset_class = DecisionFilterSet
     pagination_class = Pagination
+
+
+class BufferHistoryView(APIView):
+    """/api/capacitybuffers/<namespace>/<name>/history/: a CapacityBuffer's change history (console/buffers)."""
+
+    @extend_schema(
+        summary="CapacityBuffer change history",
+        description="Every change to this CapacityBuffer, newest first: who, when, from where (form, api, import) "
+                    "and what changed, field by field in its manifest's paths. Still readable after the buffer is "
+                    "deleted.",
+        responses=ChangeRecordSerializer(many=True),
+    )
+    def get(self, request: Request, namespace: str, name: str) -> Response:
+        key = f"{namespace}/{name}"
+        records = ChangeRecord.objects.filter(object_type=ChangeRecord.CAPACITYBUFFER,
+                                              object_name=key).select_related("user")
+        if not records.exists() and buffer_selectors.buffer_get(namespace=namespace, name=name) is None:
+            raise exceptions.NotFound()
+        paginator = Pagination()
+        page = paginator.paginate_queryset(records, request, view=self)
+        return paginator.get_paginated_response(ChangeRecordSerializer(page, many=True).data)
 
 
 class ImportView(APIView):

@@ -8,6 +8,8 @@ from typing import Any
 import yaml
 from django import template
 
+from console.fleet import selectors
+
 register = template.Library()
 
 
@@ -89,3 +91,10 @@ def kube_quantities(text: str) -> str:
         return f"{int(m[1]) * 1000 + int(m[2].ljust(3, '0'))}m cpu"
 
     return _DECIMAL_CPU.sub(millis, str(text))
+
+
+@register.simple_tag
+def change_history(object_type: str, obj: Any) -> Any:
+    """An object's change history, newest first (for the pages of apps that do not import this one: a
+    CapacityBuffer's is under its namespace/name)."""
+    return selectors.change_history(object_type=object_type, name=str(obj))
