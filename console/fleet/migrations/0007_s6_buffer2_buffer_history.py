@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('fleet', '0005_s6_v114_fields'),
+        ('fleet', '0006_s6_nodeclass2_launch_fields'),
     ]
 
     operations = [
