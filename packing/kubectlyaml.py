@@ -232,10 +232,12 @@ class _Reader:
             parts = [text[1:].rstrip(" ")]
             if not parts[0]:
                 raise _Unsure
-            for line in self._continuation(ind):
+            more = self._continuation(ind)
+            for i, line in enumerate(more):
                 end = _quoted_end(line, 0)
                 if end >= 0:
-                    if end != len(line) - 1 or self._next_indent() > ind or not line[:end]:
+                    # the closing quote ends the node: a line after it, indented as a continuation, is an error
+                    if end != len(line) - 1 or i != len(more) - 1 or not line[:end]:
                         raise _Unsure
                     parts.append(line[:end])
                     return " ".join(parts).replace("''", "'")
