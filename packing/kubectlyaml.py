@@ -232,12 +232,12 @@ class _Reader:
             parts = [text[1:].rstrip(" ")]
             if not parts[0]:
                 raise _Unsure
-            more = self._continuation(ind)
-            for i, line in enumerate(more):
+            after = self._continuation(ind)
+            for i, line in enumerate(after):
                 end = _quoted_end(line, 0)
                 if end >= 0:
                     # the closing quote ends the node: a line after it, indented as a continuation, is an error
-                    if end != len(line) - 1 or i != len(more) - 1 or not line[:end]:
+                    if end != len(line) - 1 or i != len(after) - 1 or not line[:end]:
                         raise _Unsure
                     parts.append(line[:end])
                     return " ".join(parts).replace("''", "'")

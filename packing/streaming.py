@@ -124,7 +124,7 @@ def _json_objects(text: str, filename: str) -> Iterator[tuple[str, str, Mapping[
 
 # ---------------------------------------------------------------- JSON from a file's bytes
 _WS_BYTES = re.compile(rb"[ \t\n\r]*")
-_WINDOW = 1 << 20
+_WINDOW = 1 << 15  # a few times a pod of a dump: a window is copied and decoded for every value
 
 
 def is_json_object(data: bytes) -> bool:
