@@ -20,10 +20,12 @@ from packing.fields import InputError, cut
 __all__ = [
     "DEFAULT_MAX_INPUT_BYTES",
     "ByteBudget",
+    "decode_text",
     "document_objects",
     "documents",
     "kubernetes_objects",
     "object_label",
+    "read_bytes",
     "read_text",
 ]
 
@@ -112,6 +114,20 @@ def read_text(path: str, max_bytes: int | None = None, *, limit: int | None = No
     """A whole input file ('-' is stdin); InputError naming the file when it cannot be read or holds more than
     `max_bytes` bytes (read no further than that: the limit protects memory). `limit` is the run's whole
     --max-input-bytes, for the message, when `max_bytes` is what other files left of it."""
+    return decode_text(read_bytes(path, max_bytes, limit=limit), path)
+
+
+def decode_text(data: bytes, path: str) -> str:
+    """The text of a file's bytes; InputError naming the file when they are not UTF-8."""
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise InputError(f"{path}: cannot read file: {cut(str(e))}") from None
+
+
+def read_bytes(path: str, max_bytes: int | None = None, *, limit: int | None = None) -> bytes:
+    """read_text's bytes, not decoded (a JSON dump is streamed from them: decoding it whole would hold the bytes
+    and the text at once)."""
     try:
         if path == "-":
             stream = getattr(sys.stdin, "buffer", None)
@@ -129,14 +145,14 @@ def read_text(path: str, max_bytes: int | None = None, *, limit: int | None = No
                 raise _TooBig
         if max_bytes is not None and len(data) > max_bytes:
             raise _TooBig
-        return data.decode("utf-8")
+        return data
     except _TooBig:
         total = limit if limit is not None else max_bytes
         raise InputError(
             f"{path}: the input is larger than {total} bytes (the limit of --max-input-bytes, for all files together)"
         ) from None
-    except (OSError, UnicodeDecodeError) as e:
-        reason = e.strerror if isinstance(e, OSError) and e.strerror else str(e)
+    except OSError as e:
+        reason = e.strerror or str(e)
         raise InputError(f"{path}: cannot read file: {cut(reason)}") from None
 
 
@@ -152,7 +168,10 @@ class ByteBudget:
         self.left = total
 
     def read(self, path: str) -> str:
-        text = read_text(path, self.left, limit=self.total)
+        return decode_text(self.read_bytes(path), path)
+
+    def read_bytes(self, path: str) -> bytes:
+        data = read_bytes(path, self.left, limit=self.total)
         if self.left is not None:
-            self.left -= len(text.encode("utf-8"))
-        return text
+            self.left -= len(data)
+        return data

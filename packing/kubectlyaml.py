@@ -232,13 +232,12 @@ class _Reader:
             parts = [text[1:].rstrip(" ")]
             if not parts[0]:
                 raise _Unsure
-            # line by line, not _continuation: the lines after the closing quote are not the scalar's
-            while self.pos < self.n and self.indents[self.pos] > ind:
-                line = self.texts[self.pos].rstrip(" ")
-                self.pos += 1
+            after = self._continuation(ind)
+            for i, line in enumerate(after):
                 end = _quoted_end(line, 0)
                 if end >= 0:
-                    if end != len(line) - 1 or self._next_indent() > ind or not line[:end]:
+                    # the closing quote ends the node: a line after it, indented as a continuation, is an error
+                    if end != len(line) - 1 or i != len(after) - 1 or not line[:end]:
                         raise _Unsure
                     parts.append(line[:end])
                     return " ".join(parts).replace("''", "'")

@@ -19,7 +19,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from packing.buffers import BUFFER_KIND, CapacityBuffer, read_buffer, read_pod_template
-from packing.documents import DEFAULT_MAX_INPUT_BYTES, ByteBudget, kubernetes_objects, object_label
+from packing.documents import (
+    DEFAULT_MAX_INPUT_BYTES,
+    ByteBudget,
+    decode_text,
+    kubernetes_objects,
+    object_label,
+)
 from packing.fields import (
     MAX_PRICE,
     FieldError,
@@ -65,7 +71,7 @@ from packing.podspec import (
 )
 from packing.requirements import Requirement, Requirements
 from packing.resources import Resources
-from packing.streaming import Declined, stream_objects
+from packing.streaming import Declined, is_json_object, json_bytes_objects, stream_objects
 from packing.yamlinput import brief
 
 __all__ = [
@@ -555,7 +561,19 @@ def load_files(
     out = out or Inputs()
     budget = budget or ByteBudget(None)
     for path in paths:
-        parse_documents(budget.read(path), path, out, also=also)
+        data = budget.read_bytes(path)
+        if is_json_object(data):
+            # streamed from the bytes: a JSON dump decoded whole would hold its bytes and its text at once
+            before = _snapshot(out)
+            try:
+                with gc_paused():
+                    _read_objects(json_bytes_objects(data, path), out, also)
+                continue
+            except (Declined, InputError):
+                _restore(out, before)
+        text = decode_text(data, path)
+        del data  # not held while the text is read
+        parse_documents(text, path, out, also=also)
     return out
 
 

@@ -40,6 +40,7 @@ from packing.yamlinput import brief
 
 __all__ = [
     "affinity_term",
+    "clear_spec_memo",
     "label_selector",
     "parse_pod_spec",
     "parse_pod_template",
@@ -202,7 +203,84 @@ def _containers(d: Any, path: str, *, init: bool) -> list[ContainerResources]:
     return out
 
 
+# Pods of one ReplicaSet or Job have the same spec: parse_pod_spec parses each distinct spec once and the pods
+# share the parsed parts (a Pod and all it holds are immutable). The memo is keyed by the repr of exactly what
+# the parse reads, so equal keys mean equal inputs (the readers give plain dicts, lists and scalars, whose repr
+# tells them apart), and a parse that failed is never remembered. Bounded: cleared when full.
+SPEC_MEMO_SIZE = 4096
+_spec_memo: dict[tuple[str, str, str], Pod] = {}
+
+
+def clear_spec_memo() -> None:
+    """Forget the specs parsed so far."""
+    _spec_memo.clear()
+
+
+def _spec_key(
+    meta: Mapping[str, Any], spec: Mapping[str, Any], path: str, namespace: str
+) -> tuple[str, str, str] | None:
+    """What parse_pod_spec reads of a pod except its own fields (name, uid, owner, nodeName, deletion), or None
+    when the spec is not the plain shape the key can vouch for (the parse then runs, and words any error)."""
+    if type(spec) is not dict or type(meta) is not dict:
+        return None
+    tsc = spec.get("topologySpreadConstraints")
+    # the labels matter to the spec's parse only through a spread's matchLabelKeys
+    parts: list[Any] = [meta.get("labels") if tsc else None]
+    for field in ("containers", "initContainers"):
+        cs = spec.get(field)
+        if cs is None:
+            parts.append(None)
+            continue
+        if type(cs) is not list:
+            return None
+        if any(type(c) is not dict for c in cs):
+            return None
+        parts.append([(c.get("resources"), c.get("ports"), c.get("restartPolicy")) for c in cs])
+    get = spec.get
+    parts.extend(
+        (
+            get("overhead"),
+            get("resources"),
+            get("nodeSelector"),
+            get("affinity"),
+            tsc,
+            get("tolerations"),
+        )
+    )
+    return path, namespace, repr(parts)
+
+
 def parse_pod_spec(
+    meta: Mapping[str, Any], spec: Mapping[str, Any], path: str, *, name: str, namespace: str
+) -> Pod:
+    key = _spec_key(meta, spec, path, namespace) if SPEC_MEMO_SIZE else None
+    if key is None:
+        return _parse_pod_spec(meta, spec, path, name=name, namespace=namespace)
+    seen = _spec_memo.get(key)
+    if seen is None:
+        pod = _parse_pod_spec(meta, spec, path, name=name, namespace=namespace)
+        if len(_spec_memo) >= SPEC_MEMO_SIZE:
+            _spec_memo.clear()
+        _spec_memo[key] = pod
+        return pod
+    # the spec's fields were read without error for `seen`; the pod's own (labels first) in the parse's order
+    sp = f"{path}spec"
+    labels = str_map(meta.get("labels"), f"{path}metadata.labels")
+    owners = as_list(meta.get("ownerReferences"), f"{path}metadata.ownerReferences")
+    owner = as_object(owners[0], f"{path}metadata.ownerReferences[0]") if owners else {}
+    return Pod(
+        name, namespace, labels, seen.requests, seen.node_selector, seen.required_terms, seen.preferred_terms,
+        seen.tolerations, seen.spread, seen.affinity, seen.anti_affinity, seen.preferred_affinity,
+        seen.preferred_anti_affinity, seen.host_ports,
+        as_str(spec.get("nodeName"), f"{sp}.nodeName"),
+        str(owner.get("kind", "")),
+        str(owner.get("name", "")),
+        as_str(meta.get("uid"), f"{path}metadata.uid"),
+        bool(meta.get("deletionTimestamp")),
+    )  # fmt: skip
+
+
+def _parse_pod_spec(
     meta: Mapping[str, Any], spec: Mapping[str, Any], path: str, *, name: str, namespace: str
 ) -> Pod:
     sp = f"{path}spec"

@@ -30,7 +30,7 @@ import yaml
 from packing import kubectlyaml, yamlinput
 from packing.documents import document_objects
 
-__all__ = ["Declined", "stream_objects"]
+__all__ = ["Declined", "is_json_object", "json_bytes_objects", "stream_objects"]
 
 
 class Declined(Exception):
@@ -114,6 +114,109 @@ def _json_objects(text: str, filename: str) -> Iterator[tuple[str, str, Mapping[
             if sep != ",":
                 raise Declined("expected ',' or '}'")
     if _WS.match(text, pos).end() != len(text):  # type: ignore[union-attr]
+        raise Declined("extra data")
+    if count < 0:
+        for prefix, item in document_objects(doc, where):
+            yield where, prefix, item
+    elif not _is_list(doc):
+        raise Declined("items, but not a List")
+
+
+# ---------------------------------------------------------------- JSON from a file's bytes
+_WS_BYTES = re.compile(rb"[ \t\n\r]*")
+_WINDOW = 1 << 15  # a few times a pod of a dump: a window is copied and decoded for every value
+
+
+def is_json_object(data: bytes) -> bool:
+    """Whether `data` starts (after JSON whitespace) as one JSON object: json_bytes_objects may read it."""
+    pos = _WS_BYTES.match(data).end()  # type: ignore[union-attr]
+    return data[pos : pos + 1] == b"{"
+
+
+def _decode_at(data: bytes, pos: int) -> tuple[Any, int]:
+    """The JSON value at byte `pos` of `data` and the byte after it, decoding only a window of bytes around it
+    (grown until the value ends inside it). A value that stops at the window's end may be cut (a number), so
+    the window grows then too, unless it reaches the end of the data."""
+    size = _WINDOW
+    n = len(data)
+    while True:
+        end = min(n, pos + size)
+        while end < n and data[end] & 0xC0 == 0x80:  # not inside a character
+            end -= 1
+        window = data[pos:end].decode("utf-8")
+        try:
+            value, stop = _DECODER.raw_decode(window, 0)
+        except ValueError:
+            if end >= n:
+                raise
+            size *= 4
+            continue
+        if stop < len(window) or end >= n:
+            ascii_only = len(window) == end - pos
+            return value, pos + (stop if ascii_only else len(window[:stop].encode("utf-8")))
+        size *= 4
+
+
+def json_bytes_objects(data: bytes, filename: str) -> Iterator[tuple[str, str, Mapping[str, Any]]]:
+    """stream_objects for a JSON text given as its UTF-8 bytes (is_json_object), never decoded whole: Declined
+    when the text must be read whole, including when it has any problem (bytes that are not UTF-8 too)."""
+    try:
+        yield from _json_bytes_objects(data, filename)
+    except (ValueError, RecursionError) as e:  # UnicodeDecodeError and NotJson are ValueErrors
+        raise Declined(str(e)[:80]) from None
+
+
+def _json_bytes_objects(data: bytes, filename: str) -> Iterator[tuple[str, str, Mapping[str, Any]]]:
+    ws = _WS_BYTES.match
+    pos = ws(data).end()  # type: ignore[union-attr]
+    if data[pos : pos + 1] != b"{":
+        raise Declined("not one JSON object")
+    where = f"{filename}: document 1"
+    doc: dict[str, Any] = {}
+    count = -1  # items read, -1 while there is no `items` array
+    pos = ws(data, pos + 1).end()  # type: ignore[union-attr]
+    if data[pos : pos + 1] == b"}":
+        pos += 1
+    else:
+        while True:
+            if data[pos : pos + 1] != b'"':
+                raise Declined("expected a key")
+            key, pos = _decode_at(data, pos)
+            yamlinput.check_json(key, 2)
+            pos = ws(data, pos).end()  # type: ignore[union-attr]
+            if data[pos : pos + 1] != b":" or key in doc:
+                raise Declined("expected ':' or a key given twice")
+            pos = ws(data, pos + 1).end()  # type: ignore[union-attr]
+            if key == "items" and data[pos : pos + 1] == b"[":
+                doc[key] = None
+                count = 0
+                pos = ws(data, pos + 1).end()  # type: ignore[union-attr]
+                if data[pos : pos + 1] == b"]":
+                    pos += 1
+                else:
+                    while True:
+                        value, pos = _decode_at(data, pos)
+                        yamlinput.check_json(value, 3)
+                        yield _item(where, count, value)
+                        count += 1
+                        pos = ws(data, pos).end()  # type: ignore[union-attr]
+                        sep = data[pos : pos + 1]
+                        pos = ws(data, pos + 1).end()  # type: ignore[union-attr]
+                        if sep == b"]":
+                            break
+                        if sep != b",":
+                            raise Declined("expected ',' or ']'")
+            else:
+                doc[key], pos = _decode_at(data, pos)
+                yamlinput.check_json(doc[key], 2)
+            pos = ws(data, pos).end()  # type: ignore[union-attr]
+            sep = data[pos : pos + 1]
+            pos = ws(data, pos + 1).end()  # type: ignore[union-attr]
+            if sep == b"}":
+                break
+            if sep != b",":
+                raise Declined("expected ',' or '}'")
+    if ws(data, pos).end() != len(data):  # type: ignore[union-attr]
         raise Declined("extra data")
     if count < 0:
         for prefix, item in document_objects(doc, where):
