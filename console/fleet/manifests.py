@@ -121,7 +121,11 @@ _ITEM_KEY_ORDER: dict[str, tuple[str, ...]] = {
     spec.name: spec.item_keys for specs in _SPECS.values() for spec in specs.values() if spec.item_keys}
 
 
-def _ordered(field: str, value: Any) -> Any:
+def _ordered(field: str, value: Any, spec: fieldtable.FieldSpec | None = None) -> Any:
+    if spec is not None and spec.parts and isinstance(value, Mapping):
+        # a mapping edited in parts is written in the parts' order (PostgreSQL's jsonb keeps no key order)
+        keys = [p.key for p in spec.parts]
+        return {**{k: value[k] for k in keys if k in value}, **{k: v for k, v in value.items() if k not in keys}}
     order = _ITEM_KEY_ORDER.get(field)
     if order is None or not isinstance(value, list):
         return value
@@ -142,7 +146,7 @@ def _to_manifest(kind: str, api_version: str, values: Mapping[str, Any]) -> dict
             continue
         if value is None or value == "" or value == [] or value == {}:
             continue
-        _put(doc, spec.path, _ordered(spec.name, value))
+        _put(doc, spec.path, _ordered(spec.name, value, spec))
     return doc
 
 
