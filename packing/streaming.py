@@ -42,10 +42,11 @@ def stream_objects(text: str, filename: str) -> Iterator[tuple[str, str, Mapping
     (possibly after some objects) when the text must be read whole, including when it has any problem."""
     try:
         if text.lstrip().startswith(("{", "[")):
-            yield from _json_objects(text, filename)
+            # one JSON reader, the bytes one: a text that does not encode (lone surrogates) is read whole
+            yield from _json_bytes_objects(text.encode("utf-8"), filename)
         else:
             yield from _yaml_objects(text, filename)
-    except (ValueError, RecursionError, yaml.YAMLError) as e:  # NotJson is a ValueError
+    except (ValueError, RecursionError, yaml.YAMLError) as e:  # NotJson and UnicodeError are ValueErrors
         raise Declined(str(e)[:80]) from None
 
 
@@ -60,66 +61,7 @@ def _item(where: str, i: int, item: Any) -> tuple[str, str, Mapping[str, Any]]:
 
 
 # ---------------------------------------------------------------- JSON
-_WS = re.compile(r"[ \t\n\r]*")
 _DECODER = json.JSONDecoder(object_pairs_hook=yamlinput.json_pairs, parse_constant=yamlinput.json_constant)
-
-
-def _json_objects(text: str, filename: str) -> Iterator[tuple[str, str, Mapping[str, Any]]]:
-    pos = _WS.match(text).end()  # type: ignore[union-attr]
-    if text[pos : pos + 1] != "{":
-        raise Declined("not one JSON object")
-    where = f"{filename}: document 1"
-    doc: dict[str, Any] = {}
-    count = -1  # items read, -1 while there is no `items` array
-    pos = _WS.match(text, pos + 1).end()  # type: ignore[union-attr]
-    if text[pos : pos + 1] == "}":
-        pos += 1
-    else:
-        while True:
-            if text[pos : pos + 1] != '"':
-                raise Declined("expected a key")
-            key, pos = _DECODER.raw_decode(text, pos)
-            yamlinput.check_json(key, 2)
-            pos = _WS.match(text, pos).end()  # type: ignore[union-attr]
-            if text[pos : pos + 1] != ":" or key in doc:
-                raise Declined("expected ':' or a key given twice")
-            pos = _WS.match(text, pos + 1).end()  # type: ignore[union-attr]
-            if key == "items" and text[pos : pos + 1] == "[":
-                doc[key] = None
-                count = 0
-                pos = _WS.match(text, pos + 1).end()  # type: ignore[union-attr]
-                if text[pos : pos + 1] == "]":
-                    pos += 1
-                else:
-                    while True:
-                        value, pos = _DECODER.raw_decode(text, pos)
-                        yamlinput.check_json(value, 3)
-                        yield _item(where, count, value)
-                        count += 1
-                        pos = _WS.match(text, pos).end()  # type: ignore[union-attr]
-                        sep = text[pos : pos + 1]
-                        pos = _WS.match(text, pos + 1).end()  # type: ignore[union-attr]
-                        if sep == "]":
-                            break
-                        if sep != ",":
-                            raise Declined("expected ',' or ']'")
-            else:
-                doc[key], pos = _DECODER.raw_decode(text, pos)
-                yamlinput.check_json(doc[key], 2)
-            pos = _WS.match(text, pos).end()  # type: ignore[union-attr]
-            sep = text[pos : pos + 1]
-            pos = _WS.match(text, pos + 1).end()  # type: ignore[union-attr]
-            if sep == "}":
-                break
-            if sep != ",":
-                raise Declined("expected ',' or '}'")
-    if _WS.match(text, pos).end() != len(text):  # type: ignore[union-attr]
-        raise Declined("extra data")
-    if count < 0:
-        for prefix, item in document_objects(doc, where):
-            yield where, prefix, item
-    elif not _is_list(doc):
-        raise Declined("items, but not a List")
 
 
 # ---------------------------------------------------------------- JSON from a file's bytes
