@@ -4,14 +4,49 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from datetime import datetime
+from enum import StrEnum
 from functools import cached_property
 
 from packing.resources import Resources
 
-__all__ = ["CAPACITY_TYPE_ON_DEMAND", "CAPACITY_TYPE_SPOT", "InstanceType", "Offering"]
+__all__ = [
+    "CAPACITY_TYPE_ON_DEMAND",
+    "CAPACITY_TYPE_RESERVED",
+    "CAPACITY_TYPE_SPOT",
+    "InstanceType",
+    "Offering",
+    "Reservation",
+    "ReservationType",
+]
 
 CAPACITY_TYPE_SPOT = "spot"
 CAPACITY_TYPE_ON_DEMAND = "on-demand"
+# Karpenter's third capacity type (v1.3+): an On-Demand Capacity Reservation or a Capacity Block
+CAPACITY_TYPE_RESERVED = "reserved"
+
+
+class ReservationType(StrEnum):
+    """karpenter.k8s.aws/capacity-reservation-type"""
+
+    DEFAULT = "default"
+    CAPACITY_BLOCK = "capacity-block"
+
+
+@dataclass(frozen=True)
+class Reservation:
+    """The reservation behind a `reserved` offering: one zone, one instance type, a count of free instances.
+
+    `available` is what is left to launch into now (AvailableInstanceCount); a solve never places more
+    NodeClaims on one reservation id than that, across all its claims and the in-flight ones."""
+
+    id: str
+    available: int
+    capacity: int | None = None  # TotalInstanceCount, when known
+    ends: datetime | None = None  # EndDate (always set for a Capacity Block)
+    type: ReservationType = ReservationType.DEFAULT
+    interruptible: bool = False
+    owner_id: str = ""
 
 
 @dataclass(frozen=True)
@@ -21,6 +56,8 @@ class Offering:
     price: float | None
     available: bool = True
     price_source: str = ""
+    # set only on capacity_type == CAPACITY_TYPE_RESERVED offerings
+    reservation: Reservation | None = None
 
 
 @dataclass(frozen=True)
