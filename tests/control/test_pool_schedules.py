@@ -50,3 +50,23 @@ def test_the_console_refuses_a_bad_window_at_the_field(db: Any) -> None:
     (message,) = e.value.message_dict["metadata_annotations"]
     assert "loadmaster.dev/schedules[0].replicas" in message and "only a static NodePool" in message
     assert not NodePool.objects.exists()
+
+
+def test_the_pool_page_shows_which_window_is_open(db: Any) -> None:
+    from django.test import Client
+
+    from tests.console_pages import NODECLASS
+
+    user = make_user("viewer", "viewer")
+    services.nodeclass_create(values=NODECLASS, user=user)
+    windows = ("- {name: always, schedule: '* * * * *', duration: 1h, limits: {cpu: '8'}}\n"
+               "- {name: new-year, schedule: '0 0 1 1 *', duration: 1m, consolidationPolicy: WhenEmpty}")
+    services.nodepool_create(values=on_demand_pool(
+        "web", ["m"], metadata_annotations={"loadmaster.dev/schedules": windows}), user=user)
+    client = Client()
+    client.force_login(user)
+    html = client.get("/nodepools/web/").content.decode()
+    assert 'id="clock-policies"' in html and "limits cpu=8" in html
+    assert html.count('class="open-window"') == 1 and "opens " in html and "consolidationPolicy WhenEmpty" in html
+    NodePool.objects.filter(name="web").update(metadata_annotations={"loadmaster.dev/schedules": "- {schedule: x}"})
+    assert "do not parse" in client.get("/nodepools/web/").content.decode()
