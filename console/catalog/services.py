@@ -51,6 +51,6 @@ def catalog_refresh(*, kind: str = "full") -> CatalogRefresh:
     if kind == "full" and report.ok:
         # Reserved Instances and Savings Plans change as rarely as list prices: read with them (issue 19), when
         # AWS answered the catalog's own calls.
-        from console.control.commitment_sync import aws_commitments_refresh
+        from console.catalog.commitment_sync import aws_commitments_refresh
         lines.append(aws_commitments_refresh(region=region, types=adapters.instance_types(region)))
     return CatalogRefresh.objects.create(region=region, kind=kind, ok=report.ok, summary="\n".join(lines))

@@ -1,5 +1,5 @@
 """Reserved Instances and Savings Plans read from AWS (console.backends.aws_commitments), and the pricing refresh's
-commitments step (console.control.commitment_sync). moto has neither API: botocore's Stubber checks every request
+commitments step (console.catalog.commitment_sync). moto has neither API: botocore's Stubber checks every request
 and canned response against the real service models; nothing reaches the network."""
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from console.backends.aws_commitments import (
     reserved_instances_commitments,
     savings_plans_commitments,
 )
-from console.control.commitment_sync import commitments_refresh, on_demand_prices
+from console.catalog.commitment_sync import commitments_refresh, on_demand_prices
 from packing.commitments import Commitment, CommitmentKind
 from tests.engine_builders import instance_type
 
