@@ -5,6 +5,7 @@ request, checked by botocore's own parameter validation on the way to moto)."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -12,13 +13,30 @@ import boto3
 import pytest
 from botocore.awsrequest import AWSResponse
 from botocore.stub import Stubber
+from moto import mock_aws
 
 from console.backends import aws_reservations
 from console.backends.aws_reservations import Query, parse_reservations, queries
 from console.backends.base import CapacityReservation, LaunchError, LaunchOption
-from tests.backends.test_aws import CLUSTER, REGION, World, aws_env, nodeclass, request, world  # noqa: F401
+from tests.backends.test_aws import CLUSTER, REGION, World, request
 
 NOW = datetime(2026, 12, 3, 10, 0, tzinfo=UTC)
+
+
+@pytest.fixture(autouse=True)
+def aws_env(monkeypatch: pytest.MonkeyPatch) -> None:
+    # dummy credentials: nothing may reach real AWS
+    for key in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN"):
+        monkeypatch.setenv(key, "testing")
+    monkeypatch.setenv("AWS_DEFAULT_REGION", REGION)
+    monkeypatch.delenv("AWS_PROFILE", raising=False)
+    monkeypatch.delenv("AWS_ENDPOINT_URL", raising=False)
+
+
+@pytest.fixture
+def world() -> Iterator[World]:
+    with mock_aws():
+        yield World(boto3.Session(region_name=REGION))
 ACTIVE = [{"Name": "state", "Values": ["active"]}]
 
 

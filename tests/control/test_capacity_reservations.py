@@ -12,6 +12,7 @@ import pytest
 from django.template import Context, Template
 from django.test import Client
 
+from console.access import VIEWER
 from console.backends.base import CapacityReservation
 from console.control import launch
 from console.control.lifecycle import lifecycle_run
@@ -29,9 +30,9 @@ from console.fleet.models import Decision, EC2NodeClass, NodeClaim, NodePool
 from console.simulation.models import SimInstance
 from console.simulation.reservations import DEMO_RESERVATIONS, SimReservation
 from packing.instancetype import Reservation, ReservationType
-from tests.console_pages import operator, viewer, viewer_client  # noqa: F401
 from tests.engine_builders import instance_type
 from tests.simulation.conftest import advance, loop_world
+from tests.users import make_user
 
 ODCR, BLOCK = DEMO_RESERVATIONS
 DEMO_TERMS = [{"tags": {"karpenter.sh/discovery": "demo"}}]
@@ -84,9 +85,11 @@ def test_sync_stores_the_nodeclass_status_and_keeps_it_when_aws_fails(world: Any
     assert not CapacityReservationStatus.objects.exists()
 
 
-def test_nodeclass_page_lists_the_resolved_reservations(world: Any, viewer_client: Client) -> None:
+def test_nodeclass_page_lists_the_resolved_reservations(world: Any) -> None:
     clock, _, _, cloud = world
     reservations_sync(cloud=cloud, now=clock())
+    viewer_client = Client()
+    viewer_client.force_login(make_user("victor", VIEWER))
     html = viewer_client.get("/nodeclasses/default/").content.decode()
     section = html[html.index('id="nodeclass-reservations"'):]
     assert f"<code>{ODCR.id}</code>" in section and "<code>m5.xlarge</code>" in section and "2 / 2" in section
