@@ -14,6 +14,8 @@ import boto3
 import pytest
 from botocore.exceptions import ClientError
 from botocore.stub import Stubber
+from hypothesis import given
+from hypothesis import strategies as st
 
 from console.backends import aws_commitments
 from console.backends.aws_commitments import (
@@ -186,3 +188,12 @@ def test_on_demand_prices_from_the_catalog() -> None:
     both = replace(m5, offerings=m5.offerings + dearer.offerings)
     spot_only = replace(m5, name="x.large", offerings=tuple(o for o in m5.offerings if o.capacity_type == "spot"))
     assert on_demand_prices([both, spot_only]) == {"m5.large": 0.096}
+
+
+@given(price=st.floats(min_value=1e-4, max_value=100.0), rate=st.floats(min_value=0.0, max_value=200.0))
+def test_a_discount_is_always_a_fraction_and_gives_back_the_plan_rate(price: float, rate: float) -> None:
+    got = plan_discounts([_rate("m5.large", repr(rate))], {"m5.large": price}, region=REGION)
+    exact = 1.0 - rate / price
+    assert ("m5.large" in got) == (0.0 < round(exact, 6) < 1.0)
+    if "m5.large" in got:
+        assert 0.0 < got["m5.large"] < 1.0 and abs(got["m5.large"] - exact) <= 5e-7

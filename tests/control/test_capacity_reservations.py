@@ -11,6 +11,8 @@ from typing import Any
 import pytest
 from django.template import Context, Template
 from django.test import Client
+from hypothesis import given
+from hypothesis import strategies as st
 
 from console.access import VIEWER
 from console.backends.base import CapacityReservation
@@ -271,3 +273,19 @@ def test_a_block_that_becomes_active_adds_offerings_at_the_next_sync(world: Any)
     account.answer = [block]                            # EC2 made it active
     reservations_sync(cloud=account, now=clock())     # type: ignore[arg-type]
     assert p5_reservations() == ["cr-0newblock"]
+
+
+@given(available=st.integers(min_value=0, max_value=5), launched=st.integers(min_value=0, max_value=8),
+       minutes_left=st.integers(min_value=-5, max_value=120), block=st.booleans(),
+       started_ago=st.integers(min_value=-60, max_value=60))
+def test_a_reserved_offering_never_offers_more_than_is_left(available: int, launched: int, minutes_left: int,
+                                                            block: bool, started_ago: int) -> None:
+    now = datetime(2026, 1, 5, 12, tzinfo=UTC)
+    row = _row("cr-x", available=available, type="capacity-block" if block else "default",
+               starts=now - timedelta(minutes=started_ago), ends=now + timedelta(minutes=minutes_left))
+    m5 = instance_type("m5.xlarge", 4, 16, 0.192, zones=["us-east-1a"])
+    (offering,) = [o for o in reserved_offerings([m5], [row], now=now, launched={"cr-x": launched})[0].offerings
+                   if o.reservation is not None]
+    assert offering.reservation is not None and offering.reservation.available == max(0, available - launched)
+    ending = block and minutes_left <= 40
+    assert offering.available == (available > launched and not ending and started_ago >= 0)
