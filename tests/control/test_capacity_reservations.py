@@ -289,3 +289,20 @@ def test_a_reserved_offering_never_offers_more_than_is_left(available: int, laun
     assert offering.reservation is not None and offering.reservation.available == max(0, available - launched)
     ending = block and minutes_left <= 40
     assert offering.available == (available > launched and not ending and started_ago >= 0)
+
+
+def test_the_what_if_catalog_offers_the_reservations_as_the_loops_do(world: Any) -> None:
+    from console.whatif.world import World as WhatIfWorld
+    from console.whatif.world import catalog as whatif_catalog
+
+    clock, _, _, cloud = world
+    reservations_sync(cloud=cloud, now=clock())
+    preview = WhatIfWorld([], list(NodePool.objects.all()), list(EC2NodeClass.objects.all()), set(), clock())
+    loops = launch.engine_catalog(nodeclasses=list(EC2NodeClass.objects.all()), pools=list(NodePool.objects.all()),
+                                  now=clock())
+
+    def reserved_of(types: Any) -> list[tuple[str, str, bool]]:
+        return sorted((t.name, o.reservation.id, o.available) for t in types for o in t.offerings if o.reservation)
+
+    assert reserved_of(whatif_catalog(preview)) == reserved_of(loops) == [
+        ("m5.xlarge", ODCR.id, True), ("p5.48xlarge", BLOCK.id, True)]
