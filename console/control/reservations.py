@@ -48,6 +48,14 @@ def reservation_labels(*, reservation_id: str, reservation_type: str, interrupti
             LABEL_RESERVATION_INTERRUPTIBLE: "true" if interruptible else "false"}
 
 
+def labels_of_reservation(reservation_id: str) -> dict[str, str]:
+    """reservation_labels for a reservation known by its id only (an adopted instance): its type and interruptible
+    from the last sync's status."""
+    row = CapacityReservationStatus.objects.filter(reservation_id=reservation_id).order_by("-synced_at").first()
+    return reservation_labels(reservation_id=reservation_id, reservation_type=row.type if row else "",
+                              interruptible=row.interruptible if row else False)
+
+
 # --- sync ------------------------------------------------------------------------------------------------
 
 @dataclass

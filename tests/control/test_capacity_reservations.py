@@ -306,3 +306,23 @@ def test_the_what_if_catalog_offers_the_reservations_as_the_loops_do(world: Any)
 
     assert reserved_of(whatif_catalog(preview)) == reserved_of(loops) == [
         ("m5.xlarge", ODCR.id, True), ("p5.48xlarge", BLOCK.id, True)]
+
+
+def test_an_adopted_instance_in_a_reservation_gets_its_labels(world: Any) -> None:
+    """A worker died between CreateFleet and saving the instance: the lifecycle loop adopts the tagged instance
+    and labels the claim with its reservation, as the launch would have."""
+    clock, _, cluster, cloud = world
+    from console.backends.base import LaunchOption, LaunchRequest
+
+    reservations_sync(cloud=cloud, now=clock())
+    claim = _claim("p5.48xlarge", "us-east-1b", clock())
+    NodeClaim.objects.filter(pk=claim.pk).update(launch_started_at=clock())
+    cloud.launch(LaunchRequest(nodeclaim=claim.name, nodepool="reserved", cluster="test",
+                               nodeclass=EC2NodeClass.objects.get().field_values(),
+                               options=[LaunchOption("p5.48xlarge", "us-east-1b", "reserved", 1e-6,
+                                                     reservation_id=BLOCK.id, reservation_type="capacity-block")]))
+    outcome = lifecycle_run(cluster=cluster, cloud=cloud, now=clock())
+    assert claim.name in outcome.adopted
+    claim.refresh_from_db()
+    assert claim.capacity_type == "reserved"
+    assert (claim.labels[LABEL_RESERVATION_ID], claim.labels[LABEL_RESERVATION_TYPE]) == (BLOCK.id, "capacity-block")
