@@ -241,6 +241,10 @@ CELERY_BEAT_SCHEDULE = {
     # Node repair (LOADMASTER_NODE_REPAIR; does nothing when off): tolerations are minutes long, so a 30 s
     # look at the nodes' conditions repairs a node within a tick of its toleration running out.
     "repair": {"task": "console.control.tasks.repair", "schedule": 30.0},
+    # Capacity reservations (EC2NodeClass capacityReservationSelectorTerms): a minute keeps the free counts close to
+    # EC2's, picks up a Capacity Block within a minute of it becoming active, and acts on an ending block well inside
+    # the 10 minutes between Karpenter's 40-minute lead time and EC2's reclaim at 30 minutes before the end.
+    "capacity_reservations": {"task": "console.control.tasks.capacity_reservations", "schedule": 60.0},
 }
 
 LOADMASTER_CLUSTER_NAME = env_str("LOADMASTER_CLUSTER_NAME", "demo") or "demo"

@@ -34,12 +34,14 @@ from typing import Any
 from botocore.config import Config
 from botocore.exceptions import BotoCoreError, ClientError
 
+from console.backends import aws_reservations
 from console.backends.base import (
     TAG_CLUSTER,
     TAG_NODECLAIM,
     TAG_NODECLASS,
     TAG_NODEPOOL,
     UNREGISTERED_TAINT_KEY,
+    CapacityReservation,
     CloudEvent,
     CloudProvider,
     Instance,
@@ -61,6 +63,7 @@ IAM_ACTIONS: list[str] = [
     "ec2:CreateLaunchTemplate",
     "ec2:CreateLaunchTemplateVersion",
     "ec2:DeleteLaunchTemplate",
+    "ec2:DescribeCapacityReservations",
     "ec2:DescribeImages",
     "ec2:DescribeInstances",
     "ec2:DescribeLaunchTemplateVersions",
@@ -540,6 +543,8 @@ class AWSCloudProvider:
             return replace(existing, price=_price_of(existing, request.options))
 
         zones = sorted({o.zone for o in request.options})
+        if min(request.options, key=lambda o: o.price).capacity_type == "reserved":
+            return self._launch_reserved(request, cluster, zones)
         template = self.ensure_launch_template(request.nodeclass, cluster, zones=zones)
         # One capacity type per fleet, as Karpenter does: the cheapest option's first (spot whenever spot
         # is allowed and priced below on-demand, which is what the engine planned with), the other one
@@ -571,22 +576,58 @@ class AWSCloudProvider:
                    else f"no subnet of NodeClass {self._nodeclass_name(request.nodeclass)} in zones {', '.join(zones)}")
             raise LaunchError(f"NodeClaim {request.nodeclaim}: nothing to launch ({why})")
 
+        configs = [{"LaunchTemplateSpecification": {"LaunchTemplateName": template.name, "Version": template.version},
+                    "Overrides": overrides}]
+        allocation: dict[str, Any] = (
+            {"SpotOptions": {"AllocationStrategy": "price-capacity-optimized"}} if capacity == "spot"
+            else {"OnDemandOptions": {"AllocationStrategy": "lowest-price"}})
+        return self._create_fleet(request, cluster, zones, template, configs, chosen, capacity, capacity, allocation)
+
+    def _launch_reserved(self, request: LaunchRequest, cluster: str, zones: Sequence[str]) -> Instance:
+        """A launch into capacity reservations: one launch template per reservation, each targeting it with
+        capacity-reservations-only and carrying the one override that fits it (its type in its zone), so the
+        instance lands in one of these reservations or nowhere (Karpenter's launch of a reserved NodeClaim)."""
+        candidates = aws_reservations.partition(request.options)
+        configs: list[dict[str, Any]] = []
+        chosen: list[LaunchOption] = []
+        template: _Template | None = None
+        skipped_arch: set[str] = set()
+        for option in candidates:
+            template = self.ensure_launch_template(request.nodeclass, cluster, zones=zones, reservation=option)
+            if option.zone not in template.subnets:
+                continue
+            image = template.images.get(self._architecture(option.instance_type))
+            if image is None:
+                skipped_arch.add(option.instance_type)
+                continue
+            configs.append({
+                "LaunchTemplateSpecification": {"LaunchTemplateName": template.name, "Version": template.version},
+                "Overrides": [{"InstanceType": option.instance_type, "SubnetId": template.subnets[option.zone],
+                               "ImageId": image}]})
+            chosen.append(option)
+            if len(configs) == MAX_OVERRIDES:
+                break
+        if not configs or template is None:
+            why = (f"no AMI for the architecture of {', '.join(sorted(skipped_arch))}" if skipped_arch
+                   else "no reserved option with a reservation id and a subnet in its zone")
+            raise LaunchError(f"NodeClaim {request.nodeclaim}: nothing to launch into a reservation ({why})")
+        return self._create_fleet(request, cluster, zones, template, configs, chosen, "reserved",
+                                  aws_reservations.fleet_capacity_type(chosen[0]),
+                                  aws_reservations.fleet_options(chosen[0]))
+
+    def _create_fleet(self, request: LaunchRequest, cluster: str, zones: Sequence[str], template: _Template,
+                      configs: list[dict[str, Any]], chosen: Sequence[LaunchOption], capacity: str, target_type: str,
+                      allocation: Mapping[str, Any]) -> Instance:
         tags = {**template.tags, TAG_NODEPOOL: request.nodepool, TAG_NODECLAIM: request.nodeclaim}
         tag_list = [{"Key": k, "Value": v} for k, v in sorted(tags.items())]
         params: dict[str, Any] = {
             "Type": "instant",
-            "LaunchTemplateConfigs": [{
-                "LaunchTemplateSpecification": {"LaunchTemplateName": template.name, "Version": template.version},
-                "Overrides": overrides,
-            }],
-            "TargetCapacitySpecification": {"TotalTargetCapacity": 1, "DefaultTargetCapacityType": capacity},
+            "LaunchTemplateConfigs": configs,
+            "TargetCapacitySpecification": {"TotalTargetCapacity": 1, "DefaultTargetCapacityType": target_type},
             "TagSpecifications": [{"ResourceType": "instance", "Tags": tag_list},
                                   {"ResourceType": "volume", "Tags": tag_list}],
+            **allocation,
         }
-        if capacity == "spot":
-            params["SpotOptions"] = {"AllocationStrategy": "price-capacity-optimized"}
-        else:
-            params["OnDemandOptions"] = {"AllocationStrategy": "lowest-price"}
         # Same NodeClaim + same request => same token => AWS returns the first call's result instead of
         # launching again (botocore's own retries and a re-run task send exactly this). A retry after a
         # capacity error has fewer overrides, hence a new token (reusing one with other parameters is
@@ -613,9 +654,17 @@ class AWSCloudProvider:
             itype = fleet_instance.get("InstanceType") or ov.get("InstanceType", "")
             zone = ov.get("AvailabilityZone") or zone_of_subnet.get(ov.get("SubnetId", ""), "")
             lifecycle = fleet_instance.get("Lifecycle") or capacity
+            reservation = ""
+            if capacity == "reserved":
+                lt_name = ((fleet_instance.get("LaunchTemplateAndOverrides") or {})
+                           .get("LaunchTemplateSpecification") or {}).get("LaunchTemplateName")
+                reservation = next((o.reservation_id for o in chosen if lt_name and lt_name == launch_template_name(
+                    cluster, f"{self._nodeclass_name(request.nodeclass)}/{o.reservation_id}")), "") or next(
+                    (o.reservation_id for o in chosen if (o.instance_type, o.zone) == (itype, zone)), "")
             instance = Instance(instance_id=ids[0], instance_type=itype, zone=zone,
-                                capacity_type="spot" if lifecycle == "spot" else "on-demand",
-                                state="pending", launch_time=_now(), tags=tags)
+                                capacity_type="reserved" if capacity == "reserved"
+                                else "spot" if lifecycle == "spot" else "on-demand",
+                                state="pending", launch_time=_now(), tags=tags, reservation_id=reservation)
             for err in response.get("Errors") or []:
                 log.info("CreateFleet for %s: %s on %s (launched elsewhere)", request.nodeclaim,
                          err.get("ErrorCode"), (err.get("LaunchTemplateAndOverrides") or {}).get("Overrides"))
@@ -658,8 +707,9 @@ class AWSCloudProvider:
         return "subnets:" + _digest([_field(nodeclass, "subnet_selector_terms", "subnetSelectorTerms", []), zones])
 
     def ensure_launch_template(self, nodeclass: Mapping[str, Any], cluster: str | None = None, *,
-                               zones: Sequence[str] = ()) -> _Template:
-        """Create or update (idempotently) the NodeClass's launch template; resolve AMIs and subnets."""
+                               zones: Sequence[str] = (), reservation: LaunchOption | None = None) -> _Template:
+        """Create or update (idempotently) the NodeClass's launch template; resolve AMIs and subnets. With a
+        `reservation` (a reserved launch option), the NodeClass's template for that one capacity reservation."""
         cluster = cluster or self.cluster_name
         name = self._nodeclass_name(nodeclass)
         images = self._cached("amis:" + _digest([_field(nodeclass, "ami_selector_terms", "amiSelectorTerms", []),
@@ -710,6 +760,9 @@ class AWSCloudProvider:
         if user_data:
             data["UserData"] = base64.b64encode(user_data.encode()).decode()
         lt_name = launch_template_name(cluster, name)
+        if reservation is not None:
+            data.update(aws_reservations.template_data(reservation))
+            lt_name = launch_template_name(cluster, f"{name}/{reservation.reservation_id}")
         description = f"loadmaster {_digest(data)}"
         version = self._cached(f"lt:{lt_name}:{description}", lambda: self._write_template(lt_name, data, description, tags))
         return _Template(name=lt_name, version=version, images=images, subnets=subnets, tags=tags)
@@ -879,6 +932,12 @@ class AWSCloudProvider:
                 ids.add(group["GroupId"])
         return sorted(ids)
 
+    def capacity_reservations(self, terms: Sequence[Mapping[str, Any]]) -> list[CapacityReservation]:
+        """The active capacity reservations capacityReservationSelectorTerms select (aws_reservations.describe)."""
+        if not terms:
+            return []
+        return aws_reservations.describe(self._ec2, terms, _now())
+
     # -- terminate / describe / list -----------------------------------------------------------------
 
     def terminate(self, instance_ids: Sequence[str]) -> None:
@@ -995,14 +1054,16 @@ def _keep_newest(found: dict[str, tuple[str, str]], image: Mapping[str, Any]) ->
 
 
 def _instance(raw: Mapping[str, Any]) -> Instance:
+    reservation = aws_reservations.instance_reservation(raw)
     return Instance(
         instance_id=raw["InstanceId"],
         instance_type=raw.get("InstanceType", ""),
         zone=(raw.get("Placement") or {}).get("AvailabilityZone", ""),
-        capacity_type="spot" if raw.get("InstanceLifecycle") == "spot" else "on-demand",
+        capacity_type="reserved" if reservation else "spot" if raw.get("InstanceLifecycle") == "spot" else "on-demand",
         state=(raw.get("State") or {}).get("Name", ""),
         launch_time=raw.get("LaunchTime"),
         tags=_tags(raw),
+        reservation_id=reservation,
     )
 
 
@@ -1022,7 +1083,7 @@ def _unavailable_options(errors: Sequence[Mapping[str, Any]], chosen: Sequence[L
         if str(err.get("ErrorCode")) not in CAPACITY_ERROR_CODES:
             continue
         lifecycle = err.get("Lifecycle") or capacity
-        lifecycle = "spot" if lifecycle == "spot" else "on-demand"
+        lifecycle = "reserved" if capacity == "reserved" else "spot" if lifecycle == "spot" else "on-demand"
         ov = (err.get("LaunchTemplateAndOverrides") or {}).get("Overrides") or {}
         itype = ov.get("InstanceType")
         zone = ov.get("AvailabilityZone") or zone_of_subnet.get(ov.get("SubnetId", ""))

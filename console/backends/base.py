@@ -29,8 +29,13 @@ UNREGISTERED_TAINT_KEY = "karpenter.sh/unregistered"
 class LaunchOption:
     instance_type: str
     zone: str
-    capacity_type: Literal["spot", "on-demand"]
+    capacity_type: Literal["spot", "on-demand", "reserved"]
     price: float
+    # capacity_type "reserved" only: the capacity reservation the launch must land in (targeted, so it cannot
+    # fall off onto plain on-demand), its karpenter.k8s.aws/capacity-reservation-type and -interruptible
+    reservation_id: str = ""
+    reservation_type: str = ""            # "default" | "capacity-block"
+    reservation_interruptible: bool = False
 
 
 @dataclass(frozen=True)
@@ -54,10 +59,30 @@ class Instance:
     launch_time: datetime | None
     tags: Mapping[str, str] = field(default_factory=dict)
     price: float | None = None
+    reservation_id: str = ""             # the capacity reservation it runs in (capacity_type "reserved")
 
     @property
     def provider_id(self) -> str:
         return f"aws:///{self.zone}/{self.instance_id}"
+
+
+@dataclass(frozen=True)
+class CapacityReservation:
+    """One capacity reservation an EC2NodeClass's capacityReservationSelectorTerms select, as the cloud reports it
+    (DescribeCapacityReservations): an On-Demand Capacity Reservation (type "default") or a Capacity Block."""
+
+    id: str
+    instance_type: str
+    zone: str
+    available: int                       # AvailableInstanceCount: free to launch into now
+    total: int                           # TotalInstanceCount
+    owner_id: str
+    instance_match_criteria: str         # "open" | "targeted"
+    type: str = "default"                # "default" | "capacity-block" (ReservationType)
+    interruptible: bool = False
+    starts: datetime | None = None
+    ends: datetime | None = None         # EndDate; always set for a Capacity Block
+    state: str = "active"                # "active" | "expiring" (a Capacity Block inside its last 40 minutes)
 
 
 class LaunchError(Exception):
@@ -90,6 +115,8 @@ class CloudProvider(Protocol):
     def list_instances(self, cluster: str) -> list[Instance]: ...
     def poll_events(self, max_events: int = 10) -> list[CloudEvent]: ...
     def ack(self, event: CloudEvent) -> None: ...
+    # The active reservations these capacityReservationSelectorTerms select (Karpenter's resolution).
+    def capacity_reservations(self, terms: Sequence[Mapping[str, Any]]) -> list[CapacityReservation]: ...
 
 
 # --- cluster ---------------------------------------------------------------------------------------

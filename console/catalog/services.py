@@ -46,6 +46,11 @@ def catalog_refresh(*, kind: str = "full") -> CatalogRefresh:
     cache_dir = settings.LOADMASTER_CATALOG_CACHE or str(settings.VAR_DIR / "catalog-cache")
     report = api.refresh_catalog(region, cache_dir, types=kind == "full",
                                  on_demand=kind == "full", spot=True)
-    record = CatalogRefresh.objects.create(region=region, kind=kind, ok=report.ok, summary="\n".join(report.lines()))
+    lines = report.lines()
     _invalidate()
-    return record
+    if kind == "full" and report.ok:
+        # Reserved Instances and Savings Plans change as rarely as list prices: read with them (issue 19), when
+        # AWS answered the catalog's own calls.
+        from console.catalog.commitment_sync import aws_commitments_refresh
+        lines.append(aws_commitments_refresh(region=region, types=adapters.instance_types(region)))
+    return CatalogRefresh.objects.create(region=region, kind=kind, ok=report.ok, summary="\n".join(lines))

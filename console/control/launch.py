@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import logging
 import secrets
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from datetime import datetime, timedelta
 from decimal import Decimal
 from typing import Any
@@ -18,7 +18,8 @@ from django.utils import timezone
 from console import adapters
 from console.backends.aws import launch_with_fallback
 from console.backends.base import CloudProvider, LaunchError, LaunchOption, LaunchRequest
-from console.control.models import UnavailableOffering
+from console.control.models import CapacityReservationStatus, UnavailableOffering
+from console.control.reservations import LABEL_RESERVATION_ID, reservation_labels, with_reservations
 from console.fleet.models import Decision, EC2NodeClass, NodeClaim, NodePool
 from packing.api import InstanceType
 
@@ -46,9 +47,11 @@ def offering_mark_unavailable(*, options: Sequence[LaunchOption], reason: str, n
 
 
 def engine_catalog(*, nodeclasses: Sequence[EC2NodeClass], pools: Sequence[NodePool], now: datetime) -> list[InstanceType]:
-    """The catalog of one loop run (adapters.engine_catalog), without the offerings that failed lately;
-    expired failures are pruned on the way."""
-    return adapters.engine_catalog(pools=pools, nodeclasses=nodeclasses, unavailable=unavailable_offerings(now=now))
+    """The catalog of one loop run (adapters.engine_catalog) with the NodeClasses' capacity reservations as
+    `reserved` offerings (console.control.reservations), without the offerings that failed lately; expired failures
+    are pruned on the way."""
+    types = with_reservations(adapters.engine_catalog(pools=pools, nodeclasses=nodeclasses), now=now)
+    return adapters.with_unavailable(types, unavailable_offerings(now=now))
 
 
 def claim_name(pool: str) -> str:
@@ -56,10 +59,14 @@ def claim_name(pool: str) -> str:
     return f"{pool}-{secrets.token_hex(3)}"
 
 
-def launch_options(claim: NodeClaim, catalog: Sequence[InstanceType]) -> list[LaunchOption]:
+def launch_options(claim: NodeClaim, catalog: Sequence[InstanceType],
+                   reservations: Collection[str] | None = None) -> list[LaunchOption]:
     """The offerings CreateFleet may choose from, cheapest first: every compatible type the engine
-    listed, in the zone and capacity type it planned (a topology spread may have pinned the zone)."""
+    listed, in the zone and capacity type it planned (a topology spread may have pinned the zone).
+    A reserved claim launches only into a reservation its EC2NodeClass selects (`reservations`), and into the one its
+    karpenter.k8s.aws/capacity-reservation-id label names when the engine chose one."""
     by_name = {t.name: t for t in catalog}
+    pinned = (claim.labels or {}).get(LABEL_RESERVATION_ID)
     options: list[LaunchOption] = []
     for name in claim.instance_type_options or [claim.instance_type]:
         itype = by_name.get(name)
@@ -68,7 +75,14 @@ def launch_options(claim: NodeClaim, catalog: Sequence[InstanceType]) -> list[La
         for offering in itype.offerings:
             if (offering.available and offering.price is not None and offering.zone == claim.zone
                     and offering.capacity_type == claim.capacity_type):
-                options.append(LaunchOption(name, offering.zone, offering.capacity_type, offering.price))  # type: ignore[arg-type]
+                r = offering.reservation
+                if r is not None and ((reservations is not None and r.id not in reservations)
+                                      or (pinned and r.id != pinned)):
+                    continue
+                options.append(LaunchOption(name, offering.zone, offering.capacity_type,  # type: ignore[arg-type]
+                                            offering.price, reservation_id=r.id if r else "",
+                                            reservation_type=str(r.type) if r else "",
+                                            reservation_interruptible=r.interruptible if r else False))
     options.sort(key=lambda o: (o.price, o.instance_type))
     return options[:MAX_LAUNCH_OPTIONS]
 
@@ -87,7 +101,9 @@ def nodeclaim_launch(*, claim: NodeClaim, cloud: CloudProvider, catalog: Sequenc
         name=claim.nodepool.node_class_name if claim.nodepool else "").first()
     if nodeclass is None:
         return _fail(claim, now, f"EC2NodeClass of nodepool {claim.nodepool_name} does not exist")
-    options = launch_options(claim, catalog)
+    selected = set(CapacityReservationStatus.objects.filter(nodeclass_name=nodeclass.name)
+                   .values_list("reservation_id", flat=True))
+    options = launch_options(claim, catalog, reservations=selected)
     if not options:
         return _fail(claim, now, "no launchable offering left (all unavailable or unpriced)")
     request = LaunchRequest(
@@ -107,16 +123,25 @@ def nodeclaim_launch(*, claim: NodeClaim, cloud: CloudProvider, catalog: Sequenc
                    and o.capacity_type == instance.capacity_type), None)
     price = instance.price if instance.price is not None else (chosen.price if chosen else None)
     old_price = claim.price_per_hour
+    labels = dict(claim.labels or {})
+    if instance.capacity_type == "reserved":
+        # the node carries its reservation, as Karpenter labels it: what the Capacity Block loop and the why pages read
+        into = next((o for o in options if o.reservation_id == instance.reservation_id), chosen)
+        labels.update(reservation_labels(reservation_id=instance.reservation_id or (into.reservation_id if into else ""),
+                                         reservation_type=into.reservation_type if into else "",
+                                         interruptible=into.reservation_interruptible if into else False))
     NodeClaim.objects.filter(pk=claim.pk).update(
         instance_id=instance.instance_id, provider_id=instance.provider_id, launched_at=now,
         instance_type=instance.instance_type, zone=instance.zone, capacity_type=instance.capacity_type,
-        price_per_hour=_money(price) if price is not None else old_price)
+        price_per_hour=_money(price) if price is not None else old_price, labels=labels)
     claim.refresh_from_db()
     Decision.objects.create(
         at=now, kind=Decision.LAUNCH, nodepool=claim.nodepool, nodepool_name=claim.nodepool_name,
         nodes=[claim.name], pods=list(pods), cost_before=None, cost_after=claim.price_per_hour,
         why=why or f"launched {instance.instance_type} ({instance.capacity_type}, {instance.zone}) as {claim.name}",
-        details={"instance_id": instance.instance_id, "options": len(options), **(details or {})},
+        details={"instance_id": instance.instance_id, "options": len(options),
+                 **({"reservation_id": labels[LABEL_RESERVATION_ID]} if LABEL_RESERVATION_ID in labels else {}),
+                 **(details or {})},
     )
     return "launched"
 

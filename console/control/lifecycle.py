@@ -32,6 +32,7 @@ from django.utils import timezone
 
 from console.backends.base import CloudEvent, CloudProvider, ClusterBackend, LaunchOption, NodeNotFound
 from console.control.launch import offering_mark_unavailable
+from console.control.reservations import labels_of_reservation
 from console.control.termination import (
     TerminationOutcome,
     claim_grace_text,
@@ -88,9 +89,12 @@ def lifecycle_run(*, cluster: ClusterBackend, cloud: CloudProvider, now: datetim
                 if i.tags.get("karpenter.sh/nodeclaim") == claim.name and i.state not in ("terminated", "shutting-down")]
         if mine:
             inst = mine[0]
+            # an instance in a reservation carries its labels, as a launched one does (console.control.reservations)
+            labels = {**(claim.labels or {}), **(labels_of_reservation(inst.reservation_id) if inst.reservation_id
+                                                 else {})}
             NodeClaim.objects.filter(pk=claim.pk).update(
                 instance_id=inst.instance_id, provider_id=inst.provider_id, launched_at=now,
-                instance_type=inst.instance_type, zone=inst.zone, capacity_type=inst.capacity_type)
+                instance_type=inst.instance_type, zone=inst.zone, capacity_type=inst.capacity_type, labels=labels)
             outcome.adopted.append(claim.name)
         elif now - claim.launch_started_at > LAUNCH_TIMEOUT:
             _give_up(claim, cloud, now, f"not launched within {LAUNCH_TIMEOUT}")

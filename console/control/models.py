@@ -71,3 +71,36 @@ class DisruptionAction(models.Model):
 
     def __str__(self) -> str:
         return f"{self.type} {','.join(self.nodes)} ({self.state})"
+
+
+class CapacityReservationStatus(models.Model):
+    """A capacity reservation an EC2NodeClass's capacityReservationSelectorTerms resolved to at the last sync (the
+    EC2NodeClass's status.capacityReservations in Karpenter): what the catalog offers as `reserved` capacity and what
+    the Capacity Block loop watches the end of. Replaced wholesale per NodeClass at each sync."""
+
+    DEFAULT = "default"
+    CAPACITY_BLOCK = "capacity-block"
+    TYPES = [(DEFAULT, "default"), (CAPACITY_BLOCK, "capacity-block")]
+
+    nodeclass_name = models.CharField(max_length=253, db_index=True)
+    reservation_id = models.CharField(max_length=64)
+    instance_type = models.CharField(max_length=64)
+    zone = models.CharField(max_length=32)
+    available = models.IntegerField()        # AvailableInstanceCount at the sync
+    total = models.IntegerField()            # TotalInstanceCount
+    owner_id = models.CharField(max_length=32, blank=True, default="")
+    instance_match_criteria = models.CharField(max_length=16)
+    type = models.CharField(max_length=16, choices=TYPES, default=DEFAULT)
+    interruptible = models.BooleanField(default=False)
+    starts = models.DateTimeField(null=True, blank=True)
+    ends = models.DateTimeField(null=True, blank=True)
+    state = models.CharField(max_length=16, default="active")    # active | expiring
+    synced_at = models.DateTimeField()
+
+    class Meta:
+        ordering = ["nodeclass_name", "reservation_id"]
+        constraints = [models.UniqueConstraint(fields=["nodeclass_name", "reservation_id"],
+                                               name="unique_nodeclass_reservation")]
+
+    def __str__(self) -> str:
+        return f"{self.reservation_id} ({self.type}, {self.instance_type} {self.zone}) of {self.nodeclass_name}"

@@ -59,3 +59,12 @@ def repair() -> None:
     from console.control.repair import node_repair_run
 
     node_repair_run(cluster=cluster_backend(), cloud=cloud_provider())
+
+
+@shared_task(ignore_result=True, time_limit=120, soft_time_limit=100)
+def capacity_reservations() -> None:
+    """Resolve the EC2NodeClasses' capacity reservations, then drain the nodes of Capacity Blocks about to end."""
+    from console.control.reservations import capacity_blocks_run, reservations_sync
+
+    reservations_sync(cloud=cloud_provider())
+    capacity_blocks_run()

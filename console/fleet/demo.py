@@ -31,6 +31,8 @@ NODECLASS = {
     "ami_selector_terms": [{"alias": "al2023@latest"}],
     "subnet_selector_terms": [{"tags": {"karpenter.sh/discovery": "demo"}}],
     "security_group_selector_terms": [{"tags": {"karpenter.sh/discovery": "demo"}}],
+    # the simulated account's two reservations (console/simulation/reservations.py): the NodeClass's status lists them
+    "capacity_reservation_selector_terms": [{"tags": {"karpenter.sh/discovery": "demo"}}],
     "role": "KarpenterNodeRole-demo",
     "tags": {"team": "platform"},
     "block_device_mappings": [{"deviceName": "/dev/xvda", "ebs": {"volumeSize": "100Gi", "volumeType": "gp3",

@@ -30,6 +30,7 @@ from console.backends.base import (
     TAG_NODECLAIM,
     TAG_NODECLASS,
     TAG_NODEPOOL,
+    CapacityReservation,
     CloudEvent,
     Instance,
     LaunchError,
@@ -38,6 +39,7 @@ from console.backends.base import (
 )
 from console.simulation.config import SimulationConfig
 from console.simulation.models import SimEvent, SimInstance, SimState
+from console.simulation.reservations import DEMO_RESERVATIONS, LABEL_RESERVATION_ID, SimReservation, resolve
 from console.simulation.store import Store, digest, seeded_random, writing
 from packing.api import InstanceType
 
@@ -64,7 +66,8 @@ def catalog(region: str, kubelet: Mapping[str, Any] | None = None) -> dict[str, 
 def to_instance(row: SimInstance, price: float | None = None) -> Instance:
     return Instance(instance_id=row.instance_id, instance_type=row.instance_type, zone=row.zone,
                     capacity_type=row.capacity_type, state=row.state, launch_time=row.launch_time,
-                    tags=dict(row.tags), price=row.price if price is None else price)
+                    tags=dict(row.tags), price=row.price if price is None else price,
+                    reservation_id=str((row.labels or {}).get(LABEL_RESERVATION_ID, "")))
 
 
 def node_name_for(counter: int) -> str:
@@ -90,9 +93,34 @@ def _field(nodeclass: Mapping[str, Any], snake: str, camel: str, default: Any = 
 class SimulatedCloud:
     """base.CloudProvider for the simulation. Construct freely: all state is in the database."""
 
-    def __init__(self, config: SimulationConfig | None = None, *, clock: Clock | None = None) -> None:
+    def __init__(self, config: SimulationConfig | None = None, *, clock: Clock | None = None,
+                 reservations: Sequence[SimReservation] = DEMO_RESERVATIONS) -> None:
         self.config = config or SimulationConfig.from_settings()
         self.clock = clock or timezone.now
+        self.reservations = tuple(reservations)
+
+    # -- capacity reservations ----------------------------------------------------------------------------
+
+    def _used(self) -> dict[str, int]:
+        """reservation id -> live instances launched into it."""
+        used: dict[str, int] = {}
+        for labels in SimInstance.objects.filter(state__in=LIVE_STATES, capacity_type="reserved").values_list(
+                "labels", flat=True):
+            rid = (labels or {}).get(LABEL_RESERVATION_ID)
+            if rid:
+                used[rid] = used.get(rid, 0) + 1
+        return used
+
+    def capacity_reservations(self, terms: Sequence[Mapping[str, Any]]) -> list[CapacityReservation]:
+        return resolve(terms, now=self.clock(), used=self._used(), reservations=self.reservations)
+
+    def _reservation_full(self, option: LaunchOption) -> bool:
+        """A reserved option whose reservation is unknown, not yet started, ending, or has no free instance."""
+        found = [r for r in self.capacity_reservations([{"id": option.reservation_id}])
+                 if option.reservation_id and r.instance_type == option.instance_type and r.zone == option.zone]
+        now = self.clock()
+        return not found or found[0].available <= 0 or found[0].state != "active" or (
+            found[0].starts is not None and found[0].starts > now)
 
     # -- launch --------------------------------------------------------------------------------------
 
@@ -113,10 +141,10 @@ class SimulatedCloud:
             by_price = sorted(request.options, key=lambda o: o.price)
             # One capacity type per call, as CreateFleet: the cheapest option's.
             capacity = by_price[0].capacity_type
-            seen: set[tuple[str, str]] = set()
+            seen: set[tuple[str, str, str]] = set()
             candidates: list[LaunchOption] = []
             for option in by_price:
-                key = (option.instance_type, option.zone)
+                key = (option.instance_type, option.zone, option.reservation_id)
                 if option.capacity_type != capacity or key in seen or option.instance_type not in types:
                     continue
                 seen.add(key)
@@ -127,7 +155,8 @@ class SimulatedCloud:
                 raise LaunchError(f"NodeClaim {request.nodeclaim}: no known instance type among the options")
             refused: list[LaunchOption] = []
             for option in candidates:
-                if self._no_capacity(store.state, attempt, request.nodeclaim, option):
+                if (capacity == "reserved" and self._reservation_full(option)) or self._no_capacity(
+                        store.state, attempt, request.nodeclaim, option):
                     refused.append(option)
                     continue
                 row = self._create(store, request, cluster, option, types[option.instance_type])
@@ -169,6 +198,11 @@ class SimulatedCloud:
             "karpenter.sh/nodepool": request.nodepool,
             "karpenter.k8s.aws/ec2nodeclass": nodeclass_name,
         }
+        if option.capacity_type == "reserved":
+            labels.update({LABEL_RESERVATION_ID: option.reservation_id,
+                           "karpenter.k8s.aws/capacity-reservation-type": option.reservation_type or "default",
+                           "karpenter.k8s.aws/capacity-reservation-interruptible":
+                               "true" if option.reservation_interruptible else "false"})
         running_at = now + timedelta(seconds=cfg.run_delay)
         # Interruption and failure times are drawn once, from the seed and the launch's ordinal (not the
         # id, which also depends on the reset epoch), so a reset with the same seed replays them.

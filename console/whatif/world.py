@@ -22,6 +22,7 @@ from console.backends.base import ClusterBackend
 from console.backends.factory import cluster_backend
 from console.buffers.models import CapacityBuffer
 from console.control.models import UnavailableOffering
+from console.control.reservations import with_reservations
 from console.fleet import manifests
 from console.fleet.models import EC2NodeClass, NodeClaim, NodePool
 from packing import api
@@ -137,7 +138,9 @@ def catalog(world: World) -> list[api.InstanceType]:
     expired UnavailableOffering rows, and a preview must not write; the live ones are read here."""
     unavailable = set(UnavailableOffering.objects.filter(expires_at__gt=world.now)
                       .values_list("instance_type", "zone", "capacity_type"))
-    return adapters.engine_catalog(pools=world.pools, nodeclasses=world.classes, unavailable=unavailable)
+    # the NodeClasses' capacity reservations as the loops offer them (console.control.reservations; reads only)
+    types = with_reservations(adapters.engine_catalog(pools=world.pools, nodeclasses=world.classes), now=world.now)
+    return adapters.with_unavailable(types, unavailable)
 
 
 def run_plan(world: World, types: Sequence[api.InstanceType] | None = None) -> api.Results:
