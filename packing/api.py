@@ -73,6 +73,7 @@ from packing.durations import DurationError, format_duration, parse_duration
 from packing.fields import FieldError, InputError
 from packing.instancetype import InstanceType, Offering
 from packing.kubeobjects import Inputs, add_object, expand_workloads, expansion_plan
+from packing.legacy import LEGACY_KINDS, convert_tagged, is_legacy  # legacy Karpenter objects as v1 (console import)
 from packing.nodepool import (
     BUDGET_NODES_DEFAULT,
     CONSOLIDATE_AFTER_DEFAULT,
@@ -169,6 +170,7 @@ __all__ = [
     "InputError",
     "Inputs",
     "InstanceType",
+    "LEGACY_KINDS",
     "KubeletError",
     "MinSavings",
     "MinValuesPolicy",
@@ -198,6 +200,7 @@ __all__ = [
     "catalog_info",
     "check_object",
     "consolidate",
+    "convert_tagged",
     "existing_nodes",
     "expand_workloads",
     "expansion_plan",
@@ -207,6 +210,7 @@ __all__ = [
     "fresh_extras",
     "fresh_inputs",
     "have_aws_credentials",
+    "is_legacy",
     "launch_lower_bound",
     "load_builtin",
     "lower_bound",

@@ -12,8 +12,10 @@ from __future__ import annotations
 from packing.legacy.batch import (
     LEGACY_KINDS,
     Conversion,
+    Tagged,
     convert_object,
     convert_objects,
+    convert_tagged,
     is_legacy,
     legacy_objects,
 )
@@ -24,8 +26,10 @@ __all__ = [
     "Action",
     "Change",
     "Conversion",
+    "Tagged",
     "convert_object",
     "convert_objects",
+    "convert_tagged",
     "is_legacy",
     "legacy_objects",
 ]

@@ -23,8 +23,10 @@ from packing.legacy.report import Action, Change
 __all__ = [
     "LEGACY_KINDS",
     "Conversion",
+    "Tagged",
     "convert_object",
     "convert_objects",
+    "convert_tagged",
     "is_legacy",
     "legacy_objects",
 ]
@@ -72,26 +74,54 @@ def _is(obj: Mapping[str, Any], api: str, kind: str) -> bool:
     return obj.get("apiVersion") == api and obj.get("kind") == kind
 
 
-def convert_objects(items: Sequence[tuple[str, Mapping[str, Any]]]) -> Conversion:
-    """Every object of an input, (where, object) in order: legacy ones converted, others kept as they are.
-    InputError "where: field: message" at the first legacy object that cannot be converted."""
-    out = Conversion()
+@dataclass
+class Tagged:
+    """convert_tagged's answer: each object with the tag of the input object it came from, the report, and the
+    problems (tag, FieldError) of the legacy objects that could not be converted."""
+
+    objects: list[tuple[Any, dict[str, Any]]] = field(default_factory=list)
+    report: list[Change] = field(default_factory=list)
+    problems: list[tuple[Any, FieldError]] = field(default_factory=list)
+    converted: int = 0
+
+
+def convert_tagged(items: Sequence[tuple[Any, Mapping[str, Any]]]) -> Tagged:
+    """Every object of an input, (tag, object) in order, the tag being where the caller read it: legacy objects
+    converted (their v1 objects keep its tag), others kept as they are; the kubelet settings placed."""
+    out = Tagged()
     moves: list[KubeletMove] = []
-    for where, obj in items:
+    for tag, obj in items:
         if not is_legacy(obj):
-            out.objects.append(dict(obj))
+            out.objects.append((tag, dict(obj)))
             continue
         try:
             done = convert_object(obj)
         except FieldError as e:
-            raise InputError(f"{where}: {e.path}: {e.message}") from None
+            out.problems.append((tag, e))
+            continue
         out.converted += 1
-        out.objects.extend(done.objects)
+        out.objects.extend((tag, o) for o in done.objects)
         out.report.extend(done.changes)
         if done.kubelet is not None:
             moves.append(done.kubelet)
-    place_kubelets(out.objects, moves, out.report)
+    objects = [o for _, o in out.objects]
+    tags = {id(o): t for t, o in out.objects}
+    place_kubelets(objects, moves, out.report)
+    placed: list[tuple[Any, dict[str, Any]]] = []
+    for o in objects:  # a class's copy for one pool's kubelet comes right after the class, from the same place
+        placed.append((tags.get(id(o), placed[-1][0] if placed else None), o))
+    out.objects = placed
     return out
+
+
+def convert_objects(items: Sequence[tuple[str, Mapping[str, Any]]]) -> Conversion:
+    """Every object of an input, (where, object) in order: legacy ones converted, others kept as they are.
+    InputError "where: field: message" at the first legacy object that cannot be converted."""
+    done = convert_tagged(items)
+    if done.problems:
+        where, e = done.problems[0]
+        raise InputError(f"{where}: {e.path}: {e.message}")
+    return Conversion([o for _, o in done.objects], done.report, done.converted)
 
 
 def _ref(pool: Mapping[str, Any]) -> dict[str, Any]:
