@@ -50,20 +50,21 @@ def _requirements(raw: Any, path: str, source: ObjectName, changes: list[Change]
     out = []
     for i, r in enumerate(as_list(raw, path)):
         ro = dict(as_object(r, f"{path}[{i}]"))
-        if ro.get("key") == PROVISIONER_LABEL:
-            changes.append(Change(str(source), f"{path}[{i}].key", Action.CHANGED, PROVISIONER_LABEL, NODEPOOL_LABEL,
-                                  "v1 labels nodes with their NodePool's name"))
-            ro["key"] = NODEPOOL_LABEL
+        if ro.get("key") in (PROVISIONER_LABEL, NODEPOOL_LABEL):
+            changes.append(Change(str(source), f"{path}[{i}]", Action.DROPPED, ro, None,
+                                  f"Karpenter sets {NODEPOOL_LABEL} to the pool's own name and v1 refuses it in "
+                                  "a NodePool's requirements"))
+            continue
         out.append(ro)
     return out
 
 
 def _labels(raw: Any, path: str, source: ObjectName, changes: list[Change]) -> dict[str, Any]:
     labels = dict(as_object(raw, path))
-    if PROVISIONER_LABEL in labels:
-        changes.append(Change(str(source), f"{path}.{PROVISIONER_LABEL}", Action.CHANGED, labels[PROVISIONER_LABEL],
-                              f"{path}.{NODEPOOL_LABEL}", "v1 labels nodes with their NodePool's name"))
-        labels[NODEPOOL_LABEL] = labels.pop(PROVISIONER_LABEL)
+    for key in (PROVISIONER_LABEL, NODEPOOL_LABEL):
+        if key in labels:
+            changes.append(Change(str(source), f"{path}.{key}", Action.DROPPED, labels.pop(key), None,
+                                  f"Karpenter sets {NODEPOOL_LABEL} to the pool's own name"))
     return labels
 
 

@@ -78,7 +78,6 @@ spec:
       taints: [{key: dedicated, value: web, effect: NoSchedule}]
       requirements:
       - {key: karpenter.sh/capacity-type, operator: In, values: [spot, on-demand]}
-      - {key: karpenter.sh/nodepool, operator: Exists}
       expireAfter: 720h
   disruption: {consolidationPolicy: WhenEmpty, consolidateAfter: 30s}
   limits: {cpu: "100"}
@@ -211,7 +210,7 @@ def test_provisioner_and_template_convert_to_the_hand_written_v1_objects(tmp_pat
     assert _entry(report, "Provisioner/default", "spec.kubeletConfiguration")["to"] == "EC2NodeClass/default spec.kubelet"
     assert _entry(report, "Provisioner/default", "spec.kubeletConfiguration.containerRuntime")["action"] == "dropped"
     assert _entry(report, "Provisioner/default", "spec.providerRef")["action"] == "changed"
-    assert _entry(report, "Provisioner/default", "spec.requirements[1].key")["to"] == "karpenter.sh/nodepool"
+    assert _entry(report, "Provisioner/default", "spec.requirements[1]")["action"] == "dropped"
     assert _entry(report, "Provisioner/default", "spec.annotations.karpenter.sh/do-not-consolidate")["action"] == "changed"
     assert _entry(report, "AWSNodeTemplate/default", "spec.launchTemplate")["action"] == "dropped"
     family = _entry(report, "AWSNodeTemplate/default", "spec.amiFamily")
