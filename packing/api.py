@@ -74,6 +74,7 @@ from packing.fields import FieldError, InputError
 from packing.instancetype import InstanceType, Offering
 from packing.kubeobjects import Inputs, add_object, expand_workloads, expansion_plan
 from packing.legacy import LEGACY_KINDS, convert_tagged, is_legacy  # legacy Karpenter objects as v1 (console import)
+from packing.disruption.drift import drift_reason  # why a node drifted from its NodePool (the drift alert)
 from packing.nodepool import (
     BUDGET_NODES_DEFAULT,
     CONSOLIDATE_AFTER_DEFAULT,
@@ -201,6 +202,7 @@ __all__ = [
     "check_object",
     "consolidate",
     "convert_tagged",
+    "drift_reason",
     "existing_nodes",
     "expand_workloads",
     "expansion_plan",
