@@ -154,3 +154,18 @@ def evaluate_launch_failures(failures: Sequence[Any], pending: Sequence[Any],
 def failures_between(nodepool: str, start: datetime, end: datetime) -> list[Decision]:
     qs = Decision.objects.filter(kind=Decision.FAILURE, at__gt=start, at__lte=end)
     return list((qs.filter(nodepool_name=nodepool) if nodepool else qs).order_by("-at"))
+
+
+# --- /metrics -------------------------------------------------------------------------------------
+
+def cloudprovider_errors() -> dict[tuple[tuple[str, str], ...], float]:
+    """karpenter_cloudprovider_errors_total's series: the launches the cloud refused, by error code, counted from
+    the terminated NodeClaims (rows never deleted, so the counter only goes up). Labels as Karpenter's: the
+    controller that called, the CloudProvider method, the provider and the error."""
+    out: Counter[tuple[tuple[str, str], ...]] = Counter()
+    for why in NodeClaim.objects.filter(termination_reason__startswith="launch failed").values_list(
+            "termination_reason", flat=True):
+        for code in error_codes(why):
+            out[(("controller", "nodeclaim.lifecycle"), ("method", "Create"), ("provider", "aws"),
+                 ("error", code))] += 1
+    return dict(out)

@@ -104,3 +104,4 @@ def test_launch_failures_lifecycle(channel: Channel, slack: SlackDouble) -> None
     r = rule(channel, AlertRule.LAUNCH_FAILURES, "0")
     check_cycle(r, slack, lambda at: _fail(at, "launch failed: CreateFleet failed: UnauthorizedOperation: no"),
                 lambda at: Decision.objects.filter(kind=Decision.FAILURE).delete())
+
