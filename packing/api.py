@@ -64,6 +64,7 @@ from packing.disruption import Action, Cluster, MinSavings, NotDisrupted, Report
 from packing.disruption.balanced import BALANCED, BALANCED_K
 from packing.disruption.balanced import THRESHOLD as BALANCED_THRESHOLD
 from packing.disruption.donotdisrupt import DO_NOT_DISRUPT, do_not_disrupt_reason
+from packing.disruption.drift import drift_reason  # why a node drifted from its NodePool (the drift alert)
 from packing.disruption.inputs import Extras, build_cluster, parse_texts, read_extras, read_files
 from packing.disruption.model import CheapestOption, MoveDecision, NotDisruptedCategory, ScoreObservation
 from packing.disruption.output import action_json, not_disrupted_json
@@ -73,8 +74,11 @@ from packing.durations import DurationError, format_duration, parse_duration
 from packing.fields import FieldError, InputError
 from packing.instancetype import InstanceType, Offering
 from packing.kubeobjects import Inputs, add_object, expand_workloads, expansion_plan
-from packing.legacy import LEGACY_KINDS, convert_tagged, is_legacy  # legacy Karpenter objects as v1 (console import)
-from packing.disruption.drift import drift_reason  # why a node drifted from its NodePool (the drift alert)
+from packing.legacy import (  # legacy Karpenter objects as v1 (console import)
+    LEGACY_KINDS,
+    convert_tagged,
+    is_legacy,
+)
 from packing.nodepool import (
     BUDGET_NODES_DEFAULT,
     CONSOLIDATE_AFTER_DEFAULT,

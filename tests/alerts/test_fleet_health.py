@@ -13,9 +13,9 @@ from console.alerts import fleet_health, services
 from console.alerts.models import AlertRule, Channel, DriftedNode
 from console.alerts.validation import rule_problems
 from console.fleet.models import Decision, NodeClaim
+from packing.api import Requirement
 from tests.alerts.conftest import SlackDouble
 from tests.alerts.test_lifecycle import NOW, check_cycle, rule
-from packing.api import Requirement
 from tests.engine_builders import cluster, mixed_capacity_pool, node, small_catalog
 
 pytestmark = pytest.mark.django_db
