@@ -278,7 +278,7 @@ class ImportResultSerializer(serializers.Serializer):
     unchanged = serializers.ListField(child=serializers.CharField())
     conversion = serializers.ListField(
         child=serializers.DictField(), required=False,
-        help_text="With ?convert=1: one entry per legacy field, {object, field, action: moved|changed|dropped|"
+        help_text="Only with ?convert=1: one entry per legacy field, {object, field, action: moved|changed|dropped|"
                   "defaulted, from, to, note}.")
 
 

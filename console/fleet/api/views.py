@@ -360,8 +360,11 @@ class ImportView(APIView):
                         for p in result.problems]
             return Response({"detail": f"Nothing was imported: {len(problems)} problem(s) found.",
                              "problems": problems}, status=status.HTTP_400_BAD_REQUEST)
-        return Response({"dry_run": dry_run, "created": result.created, "updated": result.updated,
-                         "unchanged": result.unchanged, "conversion": result.conversion})
+        body: dict[str, Any] = {"dry_run": dry_run, "created": result.created, "updated": result.updated,
+                                "unchanged": result.unchanged}
+        if convert:  # the conversion report, only when one was asked for
+            body["conversion"] = result.conversion
+        return Response(body)
 
     @staticmethod
     def _flag(request: Request, name: str) -> bool:
