@@ -10,10 +10,14 @@ from pathlib import Path
 
 import pytest
 import yaml
+from hypothesis import given
+from hypothesis import strategies as st
 
 from packing import convert_cli, plan_cli
 from packing.disruption import cli as disruption_cli
+from packing.durations import parse_duration
 from packing.legacy import convert_objects
+from packing.legacy.common import duration_of_seconds
 
 # as Karpenter's v0.31 docs wrote them (a Provisioner with kubelet settings and a TTL, its AWSNodeTemplate)
 PROVISIONER = """
@@ -347,3 +351,46 @@ def test_consolidate_reads_legacy_objects_too(tmp_path: Path) -> None:
     assert outs[0][0]["actions"], outs[0][0]  # the empty node goes (its pool consolidates WhenEmptyOrUnderutilized)
     assert "converted karpenter.sh/v1beta1 NodePool to NodePool general" in outs[0][1]
     assert "converted" not in outs[1][1]
+
+
+# --- properties -----------------------------------------------------------------------------------
+
+_SECONDS = st.integers(min_value=0, max_value=10 * 365 * 24 * 3600)
+
+
+@given(_SECONDS)
+def test_a_ttl_in_seconds_becomes_the_same_duration(seconds: int) -> None:
+    assert parse_duration(duration_of_seconds(seconds)).total_seconds() == seconds  # type: ignore[union-attr]
+
+
+@given(empty=st.one_of(st.none(), _SECONDS), expire=st.one_of(st.none(), _SECONDS),
+       consolidate=st.booleans(), weight=st.one_of(st.none(), st.integers(1, 100)),
+       kubelet=st.one_of(st.none(), st.integers(1, 250)))
+def test_converting_twice_changes_nothing_more(empty: int | None, expire: int | None, consolidate: bool,
+                                               weight: int | None, kubelet: int | None) -> None:
+    """The v1 objects a Provisioner and its AWSNodeTemplate become are not legacy: a second conversion returns them
+    as they are, with an empty report; and the policy keeps what the TTLs meant."""
+    docs = list(yaml.safe_load_all(PROVISIONER))
+    spec = docs[0]["spec"]
+    for key in ("ttlSecondsAfterEmpty", "ttlSecondsUntilExpired", "weight", "kubeletConfiguration"):
+        spec.pop(key)
+    if consolidate:
+        spec["consolidation"] = {"enabled": True}
+    elif empty is not None:
+        spec["ttlSecondsAfterEmpty"] = empty
+    if expire is not None:
+        spec["ttlSecondsUntilExpired"] = expire
+    if weight is not None:
+        spec["weight"] = weight
+    if kubelet is not None:
+        spec["kubeletConfiguration"] = {"maxPods": kubelet}
+    once = convert_objects([(f"document {i}", d) for i, d in enumerate(docs, 1)])
+    twice = convert_objects([("", o) for o in once.objects])
+    assert twice.objects == once.objects and twice.report == [] and twice.converted == 0
+    pool = once.objects[0]["spec"]
+    policy = pool["disruption"]["consolidationPolicy"]
+    assert policy == ("WhenEmptyOrUnderutilized" if consolidate else "WhenEmpty")
+    after = pool["disruption"]["consolidateAfter"]
+    assert after == ("0s" if consolidate else "Never" if empty is None else duration_of_seconds(empty))
+    assert pool["template"]["spec"]["expireAfter"] == ("Never" if expire is None else duration_of_seconds(expire))
+    assert once.objects[1]["spec"].get("kubelet") == (None if kubelet is None else {"maxPods": kubelet})
