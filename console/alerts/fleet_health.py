@@ -27,7 +27,6 @@ from console.alerts.selectors import Evaluation, pod_in_pool
 from console.fleet.models import Decision, NodeClaim
 from packing import api
 
-DRIFT_DEFAULT_PERCENT = Decimal(5)
 # an error code as AWS writes it (UnauthorizedOperation, InsufficientInstanceCapacity, InvalidSubnetID.NotFound)
 _CODE = re.compile(r"\b((?:[A-Z][a-z]+){2,}(?:\.[A-Za-z]+)?)\b")
 REGISTRATION_TIMEOUT = "RegistrationTimeout"  # a node that never joined: not a cloud error, named like one
