@@ -23,7 +23,7 @@ NODECLASS_V1 = "karpenter.k8s.aws/v1"
 ALIASES = {"AL2": "al2", "AL2023": "al2023", "Bottlerocket": "bottlerocket", "Windows2019": "windows2019",
            "Windows2022": "windows2022"}
 LEGACY_FAMILIES = (*ALIASES, "Ubuntu", "Custom")
-V1ALPHA1_DEFAULT_FAMILY = "AL2"
+V1ALPHA1_DEFAULT_FAMILY = "AL2"  # the family of a legacy class that names none
 _IDS = ("aws-ids", "aws::ids")
 
 _V1ALPHA1_FIELDS = frozenset({
@@ -94,7 +94,7 @@ def _ami(family: str, terms: list[dict[str, Any]], legacy_default: str, path: st
                               family or None, f"EC2NodeClass/{source.name} spec.amiSelectorTerms = [alias: {alias}]",
                               "v1 selects a family's AMIs by alias; Karpenter advises pinning a version "
                               "(e.g. al2023@v20240807) in production" + ("" if family else
-                                                                         f" (v1alpha1's default family {chosen})")))
+                                                                         f" (the legacy default family {chosen})")))
         return {"amiSelectorTerms": [{"alias": alias}]}
     if family == "Ubuntu":
         changes.append(Change(str(source), f"{path}.amiFamily", Action.CHANGED, "Ubuntu",
@@ -167,7 +167,8 @@ def ec2nodeclass_v1beta1(doc: Mapping[str, Any]) -> Converted:
     unknown_fields(spec, _V1BETA1_FIELDS, source, "spec", ch)
     terms = [dict(as_object(t, f"spec.amiSelectorTerms[{i}]")) for i, t in
              enumerate(as_list(spec.get("amiSelectorTerms"), "spec.amiSelectorTerms"))]
-    new = _ami(_family(spec, "spec"), terms, "", "spec", source, ch)
+    # an unset amiFamily was AL2 in v1beta1 too
+    new = _ami(_family(spec, "spec"), terms, V1ALPHA1_DEFAULT_FAMILY, "spec", source, ch)
     for key in ("subnetSelectorTerms", "securityGroupSelectorTerms"):
         if spec.get(key) is not None:
             new[key] = spec[key]

@@ -394,3 +394,15 @@ def test_converting_twice_changes_nothing_more(empty: int | None, expire: int | 
     assert after == ("0s" if consolidate else "Never" if empty is None else duration_of_seconds(empty))
     assert pool["template"]["spec"]["expireAfter"] == ("Never" if expire is None else duration_of_seconds(expire))
     assert once.objects[1]["spec"].get("kubelet") == (None if kubelet is None else {"maxPods": kubelet})
+
+
+def test_a_v1beta1_class_with_ami_terms_keeps_them_and_its_family() -> None:
+    klass = yaml.safe_load(V1BETA1.split("---")[1])
+    klass["spec"]["amiSelectorTerms"] = [{"id": "ami-0123456789abcdef0"}]
+    done = convert_objects([("in.yaml: document 1", klass)])
+    assert done.objects[0]["spec"]["amiFamily"] == "AL2023"
+    assert done.objects[0]["spec"]["amiSelectorTerms"] == [{"id": "ami-0123456789abcdef0"}]
+    del klass["spec"]["amiFamily"]
+    done = convert_objects([("in.yaml: document 1", klass)])
+    assert done.objects[0]["spec"]["amiFamily"] == "AL2"  # v1 requires a family beside non-alias terms
+    assert [c.action.value for c in done.report if c.field == "spec.amiFamily"] == ["defaulted"]
