@@ -105,3 +105,30 @@ def test_launch_failures_lifecycle(channel: Channel, slack: SlackDouble) -> None
     check_cycle(r, slack, lambda at: _fail(at, "launch failed: CreateFleet failed: UnauthorizedOperation: no"),
                 lambda at: Decision.objects.filter(kind=Decision.FAILURE).delete())
 
+
+
+def test_the_disrupt_loop_records_drift_end_to_end(db: object, settings: object) -> None:
+    """A pool's requirements change under running nodes: the next disrupt loop run records them drifted, with
+    the requirement they no longer satisfy, and sets their NodeClaims' Drifted condition."""
+    from console.control.disruption import disrupt_run
+    from console.control.lifecycle import lifecycle_run
+    from console.control.provisioning import provision_run
+    from console.fleet import services as fleet_services
+    from console.fleet.models import NodePool
+    from tests.simulation.conftest import advance, loop_world, on_demand_pool
+
+    clock, config, world, cloud = loop_world(settings, on_demand_pool("fixed", ["m"], replicas=2))
+    for _ in range(8):
+        advance(clock, config, 10)
+        provision_run(cluster=world, cloud=cloud, now=clock())
+        lifecycle_run(cluster=world, cloud=cloud, now=clock())
+    assert NodeClaim.objects.active().filter(nodepool_name="fixed", registered_at__isnull=False).count() == 2
+    pool = NodePool.objects.get(name="fixed")
+    fleet_services.nodepool_update(nodepool=pool, values={"requirements": on_demand_pool("fixed", ["c"])["requirements"]},
+                                   user=None, source="api")
+    advance(clock, config, 10)
+    disrupt_run(cluster=world, cloud=cloud, now=clock())
+    drifted = list(DriftedNode.objects.all())
+    assert len(drifted) == 2 and all("no longer satisfies nodepool requirement" in d.reason for d in drifted)
+    assert all(d.nodepool == "fixed" for d in drifted)
+    assert NodeClaim.objects.active().filter(drifted_at__isnull=False).count() == 2
