@@ -64,6 +64,7 @@ from packing.disruption import Action, Cluster, MinSavings, NotDisrupted, Report
 from packing.disruption.balanced import BALANCED, BALANCED_K
 from packing.disruption.balanced import THRESHOLD as BALANCED_THRESHOLD
 from packing.disruption.donotdisrupt import DO_NOT_DISRUPT, do_not_disrupt_reason
+from packing.disruption.drift import drift_reason  # why a node drifted from its NodePool (the drift alert)
 from packing.disruption.inputs import Extras, build_cluster, parse_texts, read_extras, read_files
 from packing.disruption.model import CheapestOption, MoveDecision, NotDisruptedCategory, ScoreObservation
 from packing.disruption.output import action_json, not_disrupted_json
@@ -73,6 +74,11 @@ from packing.durations import DurationError, format_duration, parse_duration
 from packing.fields import FieldError, InputError
 from packing.instancetype import InstanceType, Offering
 from packing.kubeobjects import Inputs, add_object, expand_workloads, expansion_plan
+from packing.legacy import (  # legacy Karpenter objects as v1 (console import)
+    LEGACY_KINDS,
+    convert_tagged,
+    is_legacy,
+)
 from packing.nodepool import (
     BUDGET_NODES_DEFAULT,
     CONSOLIDATE_AFTER_DEFAULT,
@@ -174,6 +180,7 @@ __all__ = [
     "InputError",
     "Inputs",
     "InstanceType",
+    "LEGACY_KINDS",
     "KubeletError",
     "MinSavings",
     "MinValuesPolicy",
@@ -203,6 +210,8 @@ __all__ = [
     "catalog_info",
     "check_object",
     "consolidate",
+    "convert_tagged",
+    "drift_reason",
     "existing_nodes",
     "expand_workloads",
     "expansion_plan",
@@ -212,6 +221,7 @@ __all__ = [
     "fresh_extras",
     "fresh_inputs",
     "have_aws_credentials",
+    "is_legacy",
     "launch_lower_bound",
     "load_builtin",
     "lower_bound",

@@ -43,6 +43,7 @@ from packing.fields import (
 )
 from packing.gcpause import gc_paused
 from packing.instancetype import InstanceType, Offering
+from packing.legacy import legacy_objects
 from packing.nodepool import (
     HOSTNAME_LABEL,
     INITIALIZED_LABEL,
@@ -149,6 +150,8 @@ class Inputs:
     # where each object read from a file was, by (kind, namespace, name): two of them are refused
     places: dict[tuple[str, str, str], str] = field(default_factory=dict)
     expanded: bool = False  # expand_workloads has run (it runs once)
+    # one notice per legacy Karpenter object read as its v1 successors (packing.legacy), printed on stderr
+    converted: list[str] = field(default_factory=list)
 
     @property
     def skipped_total(self) -> int:
@@ -523,7 +526,7 @@ def _read_objects(
     objects: Iterator[tuple[str, str, Mapping[str, Any]]], out: Inputs, also: ObjectReader | None
 ) -> None:
     deferred: InputError | None = None
-    for where, prefix, item in objects:
+    for where, prefix, item in legacy_objects(objects, object_label, out.converted, out.nodeclasses):
         label = object_label(item)
         try:
             add_object(item, out, f"{where}{label}: {prefix}")

@@ -80,15 +80,16 @@ def resolve_catalog(inp: Inputs, catalog_inputs: Inputs, region: str) -> list[In
 
 def skipped_notice(*inputs: Inputs) -> str | None:
     """The one notice a CLI prints (on stderr) for the objects of kinds the engine does not read, or None."""
+    converted = [n for i in inputs for n in i.converted]  # legacy objects read as v1 ones (packing.legacy)
     if not any(i.skipped_total for i in inputs):
-        return None
+        return "\n".join(converted) or None
     counts: dict[str, int] = {}
     for i in inputs:
         for k, v in i.skipped.items():
             counts[k] = counts.get(k, 0) + v
     kinds = ", ".join(f"{k[:60]} {v}" for k, v in sorted(counts.items())[:20])
     more = ", …" if len(counts) > 20 else ""
-    return f"skipped {sum(counts.values())} objects of other kinds ({kinds}{more})"
+    return "\n".join([*converted, f"skipped {sum(counts.values())} objects of other kinds ({kinds}{more})"])
 
 
 def existing_nodes(inp: Inputs, catalog: Sequence[InstanceType]) -> list[ExistingNodeSpec]:

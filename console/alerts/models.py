@@ -67,9 +67,12 @@ class AlertRule(models.Model):
     INTERRUPTIONS = "interruptions"
     STRANDED = "stranded_savings"
     UNUSABLE = "unusable_nodepool"
+    DRIFT = "drift"
+    LAUNCH_FAILURES = "launch_failures"
     KINDS = [(BUDGET, "Budget"), (SPIKE, "Spend spike"), (EFFICIENCY, "Low packing efficiency"),
              (STUCK, "Stuck pods"), (INTERRUPTIONS, "Spot interruptions"), (STRANDED, "Stranded savings"),
-             (UNUSABLE, "NodePool unusable")]
+             (UNUSABLE, "NodePool unusable"),
+             (DRIFT, "Drifted nodes"), (LAUNCH_FAILURES, "NodeClaim launch failures")]
     METRICS = [("cost_per_hour", "cost per hour"), ("forecast", "month-end forecast"),
                ("cpu", "CPU"), ("memory", "memory")]
 
@@ -80,7 +83,8 @@ class AlertRule(models.Model):
     metric = models.CharField(max_length=16, choices=METRICS, blank=True, default="",
                               help_text="Budget: cost per hour or forecast. Efficiency: CPU or memory.")
     # Meaning by kind: $/h or $ (budget), % above baseline (spike), % efficiency (efficiency),
-    # pods (stuck), interruptions per hour, $/day saved per blocked move (stranded), NodePools (unusable).
+    # pods (stuck), interruptions per hour, $/day saved per blocked move (stranded), NodePools (unusable),
+    # % of nodes drifted (drift), failed launches or registrations per hour (launch failures).
     # window_minutes: the evaluation window; for stuck pods how long each pod must have been pending,
     # for stranded savings how long a move must have been blocked, for unusable NodePools how long a
     # control loop must have been leaving the pool out.
@@ -193,3 +197,20 @@ class StrandedMove(models.Model):
 
     def __str__(self) -> str:
         return f"{self.node} ({self.blocked_by})"
+
+
+class DriftedNode(models.Model):
+    """A node the disruption engine found drifted from its NodePool (packing's drift rules), and why, kept
+    while it stays drifted: the drift rule's "for longer than the window" clock."""
+
+    node = models.CharField(max_length=253, unique=True)
+    nodepool = models.CharField("NodePool", max_length=63, blank=True, default="")
+    reason = models.TextField()
+    first_seen = models.DateTimeField()
+    last_seen = models.DateTimeField()
+
+    class Meta:
+        ordering = ["first_seen", "node"]
+
+    def __str__(self) -> str:
+        return f"{self.node} ({self.reason[:60]})"

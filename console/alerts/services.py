@@ -18,7 +18,7 @@ from django.db import transaction
 from django.db.models.deletion import ProtectedError
 from django.utils import timezone
 
-from console.alerts import messages, selectors, validation
+from console.alerts import fleet_health, messages, selectors, validation
 from console.alerts.models import AlertEvent, AlertRule, AlertState, Channel, PendingPod, StrandedMove
 from console.alerts.selectors import Evaluation
 from console.alerts.transports import MAX_ERROR, cut, deliver
@@ -177,12 +177,21 @@ def evaluate_rule(rule: AlertRule, now: datetime) -> Evaluation:
     if rule.kind == AlertRule.UNUSABLE:
         return selectors.evaluate_unusable(selectors.nodepool_problems(pool), min_pools=threshold,
                                            hold_minutes=rule.window_minutes, scope=scope, now=now)
+    if rule.kind == AlertRule.DRIFT:
+        return fleet_health.evaluate_drift(fleet_health.drifted_nodes(pool), fleet_health.node_count(pool),
+                                           threshold_pct=threshold, hold_minutes=rule.window_minutes, scope=scope,
+                                           now=now)
+    if rule.kind == AlertRule.LAUNCH_FAILURES:
+        pods = selectors.pending_pods()
+        return fleet_health.evaluate_launch_failures(
+            fleet_health.failures_between(pool, now - timedelta(hours=1), now), pods,
+            selectors.latest_verdicts(p.key for p in pods), threshold=threshold, scope=scope)
     raise ValueError(f"unknown rule kind {rule.kind}")
 
 
 def _link(rule: AlertRule) -> str:
     base = getattr(settings, "LOADMASTER_PUBLIC_URL", "http://localhost:8000").rstrip("/")
-    if rule.kind in (AlertRule.STUCK, AlertRule.INTERRUPTIONS, AlertRule.STRANDED):
+    if rule.kind in (AlertRule.STUCK, AlertRule.INTERRUPTIONS, AlertRule.STRANDED, AlertRule.LAUNCH_FAILURES):
         return f"{base}/decisions/"
     return f"{base}/alerts/history/?rule={rule.pk}"
 
@@ -234,14 +243,15 @@ def evaluate_all(now: datetime | None = None, *, sleep: Callable[[float], None] 
     sent = 0
     rules = list(AlertRule.objects.filter(enabled=True).select_related("channel"))
     observed = True
-    if any(r.kind == AlertRule.STUCK for r in rules):
+    # launch-failure rules name the pods left pending, so they need the pending pods observed too
+    if any(r.kind in (AlertRule.STUCK, AlertRule.LAUNCH_FAILURES) for r in rules):
         try:
             pending_pods_observe(pods=pending(), now=now)
         except Exception:
             log.exception("alerts: could not read the pending pods; stuck-pods rules skipped this tick")
             observed = False
     for rule in rules:
-        if rule.kind == AlertRule.STUCK and not observed:
+        if rule.kind in (AlertRule.STUCK, AlertRule.LAUNCH_FAILURES) and not observed:
             continue
         try:
             sent += process_rule(rule, now, sleep=sleep) is not None

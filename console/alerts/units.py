@@ -63,4 +63,8 @@ def rule_threshold(rule: Any) -> str:
         return f"≥ {money(t, '/day')} per move"
     if kind == AlertRule.UNUSABLE:
         return f"≥ {count(max(t, Decimal(1)), 'NodePool')} unusable"
+    if kind == AlertRule.DRIFT:
+        return f"> {percent(t)} of nodes drifted"
+    if kind == AlertRule.LAUNCH_FAILURES:
+        return f"> {count(t, 'failed launch', 'failed launches')} per hour"
     return number(t, places=4)

@@ -73,6 +73,8 @@ def rule_problems(rule: AlertRule, *, stored_nodepool: str | None) -> Problems:
             _add(problems, "metric", "Efficiency rules watch CPU or memory.")
         if threshold is not None and not 0 < threshold <= 100:
             _add(problems, "threshold", "A percentage between 0 and 100.")
+    if kind == AlertRule.DRIFT and threshold is not None and not 0 <= threshold <= 100:
+        _add(problems, "threshold", "A percentage of nodes between 0 and 100 (5 is a good start).")
     if threshold is not None and threshold < 0:
         _add(problems, "threshold", "Must not be negative.")
     if rule.window_minutes == 0 and kind in WINDOWED_KINDS:

@@ -28,6 +28,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from console import adapters
+from console.alerts.fleet_health import drifted_nodes_record
 from console.alerts.services import stranded_moves_record
 from console.backends.base import CloudProvider, ClusterBackend, NodeNotFound
 from console.buffers.models import CapacityBuffer
@@ -342,6 +343,7 @@ def disrupt_run(*, cluster: ClusterBackend, cloud: CloudProvider, now: datetime 
                 consolidation_scores_observe(observations=getattr(report, "score_observations", ()))
                 stranded_moves_record(report=report, nodepools={n.name: n.nodepool or "" for n in engine_cluster.nodes},
                                       now=now)
+                drifted_nodes_record(cluster=engine_cluster, now=now)  # the drift alert's observation
                 if not report.actions:
                     return outcome
                 action = _start(report.actions[0], cluster, now)

@@ -27,6 +27,7 @@ from django.db.models import (
 )
 from django.db.models.fields.json import KeyTextTransform
 
+from console.alerts import fleet_health
 from console.control.models import DisruptionAction
 from console.dashboards.exposition import Exposition, escape, histogram, labels, summary
 from console.fleet.models import Decision, NodeClaim
@@ -247,6 +248,9 @@ def write_ledger(out: Exposition, *, now: datetime) -> None:
     _counter(out, "karpenter_nodeclaims_unhealthy_disrupted_total",
              "Number of unhealthy nodeclaims disrupted in total by Karpenter. Labeled by condition on the node was "
              "disrupted, the owning nodepool, and the image ID.", _unhealthy_disrupted())
+    _counter(out, "karpenter_cloudprovider_errors_total",
+             "Total number of errors returned from CloudProvider calls. Labeled by the controller, the method name, "
+             "the provider and the error.", fleet_health.cloudprovider_errors())
     terminated = NodeClaim.objects.filter(terminated_at__isnull=False)
     _counter(out, "karpenter_nodeclaims_terminated_total",
              "Number of nodeclaims terminated in total by Karpenter. Labeled by the owning nodepool, capacity type, "

@@ -428,6 +428,9 @@ class ImportForm(forms.Form):
     files = MultipleFileField(required=False, label="…or upload files",
                             widget=MultipleFileInput(attrs={"accept": ".yaml,.yml,.json"}))
     dry_run = forms.BooleanField(required=False, label="Validate only (save nothing)")
+    convert = forms.BooleanField(required=False, label="Convert legacy objects",
+                                 help_text="Convert v1alpha5 Provisioners, v1alpha1 AWSNodeTemplates and v1beta1 "
+                                           "NodePools / EC2NodeClasses to v1 first, and show what changed.")
 
     def sources(self, uploaded: Iterable[Any]) -> list[tuple[str, str]]:
         return yaml_sources(uploaded, self.cleaned_data.get("text", ""))

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import copy
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import yaml
@@ -360,3 +360,46 @@ def diff_manifests(before: Mapping[str, Any] | None, after: Mapping[str, Any] | 
     return {path: [old.get(path), new.get(path)]
             for path in sorted(set(old) | set(new))
             if old.get(path) != new.get(path) and path not in ("apiVersion", "kind")}
+
+
+# --- legacy objects (Karpenter v1alpha5 / v1beta1), converted on import with ?convert=1 ---------------------------
+
+LEGACY_HINT = ("a legacy Karpenter object: import with conversion (?convert=1, or the import page's "
+               "'Convert legacy objects' box) or convert it first with `python -m packing convert`")
+
+
+def is_legacy(doc: Any) -> bool:
+    """A karpenter.sh/v1alpha5 Provisioner, karpenter.k8s.aws/v1alpha1 AWSNodeTemplate, or a v1beta1 NodePool or
+    EC2NodeClass: what the import converts to v1 when asked to."""
+    return isinstance(doc, Mapping) and api.is_legacy(doc)
+
+
+def legacy_problem(doc: Mapping[str, Any]) -> str:
+    """The import's message for a legacy object it was not asked to convert."""
+    kind, version = str(doc.get("kind"))[:60], str(doc.get("apiVersion"))[:60]
+    expected = NODEPOOL_API_VERSION if version.startswith("karpenter.sh/") else NODECLASS_API_VERSION
+    return f"unsupported apiVersion {version!r} for {kind}; expected {expected} ({LEGACY_HINT})"
+
+
+def convert_documents(
+    docs: Sequence[tuple[Any, Any]],
+) -> tuple[list[tuple[Any, Any]], list[dict[str, Any]], list[tuple[Any, str, str]]]:
+    """Documents (tag, document), each tag distinct and hashable, with the legacy ones converted to v1 (each v1 object keeps its document's tag;
+    kubelet settings placed in the EC2NodeClasses, packing.legacy): (documents, the report as JSON entries,
+    problems (tag, path, message) of the legacy documents that could not be converted)."""
+    mappings = [(tag, doc) for tag, doc in docs if isinstance(doc, Mapping)]
+    done = api.convert_tagged(mappings)
+    converted = iter(done.objects)
+    out: list[tuple[Any, Any]] = []
+    pending = next(converted, None)
+    failed = {tag for tag, _ in done.problems}
+    for tag, doc in docs:
+        if not isinstance(doc, Mapping):
+            out.append((tag, doc))
+            continue
+        if tag in failed:
+            continue
+        while pending is not None and pending[0] == tag:
+            out.append(pending)
+            pending = next(converted, None)
+    return out, [c.to_json() for c in done.report], [(tag, e.path, e.message) for tag, e in done.problems]

@@ -205,6 +205,8 @@ class ImportResult:
     updated: list[str] = field(default_factory=list)
     unchanged: list[str] = field(default_factory=list)
     problems: list[ImportProblem] = field(default_factory=list)
+    # with convert: what the conversion of legacy objects moved, changed, defaulted or dropped (packing.legacy)
+    conversion: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
@@ -257,8 +259,13 @@ def _error_path(kind: str, field_name: str, located: str) -> tuple[str, str]:
     return base, located
 
 
-def karpenter_import(*, texts: Sequence[tuple[str, str]], user: Any, dry_run: bool = False) -> ImportResult:
+def karpenter_import(*, texts: Sequence[tuple[str, str]], user: Any, dry_run: bool = False,
+                     convert: bool = False) -> ImportResult:
     """Import NodePool, EC2NodeClass and CapacityBuffer documents from (source name, YAML text) pairs.
+
+    With ``convert``, legacy Karpenter objects (v1alpha5 Provisioner, v1alpha1 AWSNodeTemplate, v1beta1
+    NodePool and EC2NodeClass) are converted to v1 first (their report in ``conversion``); without it they are
+    refused with a message pointing at the conversion.
 
     All or nothing: every document is checked first; if any has a problem nothing is written and
     every problem is reported. Existing objects with the same name are updated (like kubectl apply).
@@ -277,6 +284,13 @@ def karpenter_import(*, texts: Sequence[tuple[str, str]], user: Any, dry_run: bo
             continue
         if not documents:
             result.problems.append(ImportProblem(1, "", "no documents found", source))
+        if convert and any(manifests.is_legacy(doc) for _, _, doc in documents):
+            tagged, report, failures = manifests.convert_documents(
+                [((index, prefix, n), doc) for n, (index, prefix, doc) in enumerate(documents)])
+            result.conversion.extend(report)
+            for (index, prefix, _), path, message in failures:
+                result.problems.append(ImportProblem(index, f"{prefix}{path}", message, source))
+            documents = [(index, prefix, doc) for (index, prefix, _), doc in tagged]
         for index, prefix, doc in documents:
             def problem(path: str, message: str, index: int = index, source: str = source,
                         prefix: str = prefix) -> None:
@@ -286,6 +300,9 @@ def karpenter_import(*, texts: Sequence[tuple[str, str]], user: Any, dry_run: bo
                 problem("", f"expected a mapping with apiVersion and kind, got {type(doc).__name__}")
                 continue
             api_version, kind = doc.get("apiVersion"), doc.get("kind")
+            if manifests.is_legacy(doc):
+                problem("apiVersion", manifests.legacy_problem(doc))
+                continue
             expected = {manifests.NODEPOOL_KIND: manifests.NODEPOOL_API_VERSION,
                         manifests.NODECLASS_KIND: manifests.NODECLASS_API_VERSION,
                         buffer_manifests.KIND: buffer_manifests.API_VERSION}

@@ -291,6 +291,7 @@ def import_yaml(request: HttpRequest) -> HttpResponse:
     require_operator(request)
     result = None
     status = 200
+    convert_asked = request.GET.get("convert", "") in ("1", "true", "on")  # ?convert=1, as the API takes it
     if request.method == "POST":
         form = ImportForm(request.POST, request.FILES)
         if form.is_valid():
@@ -300,7 +301,15 @@ def import_yaml(request: HttpRequest) -> HttpResponse:
                 form.add_error("files" if request.FILES else "text", exc)
             else:
                 result = services.karpenter_import(texts=texts, user=request.user,
-                                                   dry_run=form.cleaned_data["dry_run"])
+                                                   dry_run=form.cleaned_data["dry_run"],
+                                                   convert=convert_asked or form.cleaned_data["convert"])
+                if result.ok and result.conversion and not form.cleaned_data["dry_run"]:
+                    # the conversion report is shown with the outcome, not lost in a redirect
+                    messages.success(request, f"Converted and imported {len(result.created) + len(result.updated)} "
+                                              f"object(s): {len(result.created)} created, {len(result.updated)} "
+                                              f"updated, {len(result.unchanged)} unchanged.")
+                    return render(request, "fleet/import.html", {"form": ImportForm(), "result": result,
+                                                                 "imported": True})
                 if result.ok and not form.cleaned_data["dry_run"]:
                     done = len(result.created) + len(result.updated)
                     messages.success(request, f"Imported {done} object(s): {len(result.created)} created, "
@@ -309,7 +318,7 @@ def import_yaml(request: HttpRequest) -> HttpResponse:
         if form.errors or (result and not result.ok):
             status = 400
     else:
-        form = ImportForm()
+        form = ImportForm(initial={"convert": convert_asked})
     return render(request, "fleet/import.html", {"form": form, "result": result}, status=status)
 
 

@@ -838,10 +838,10 @@ GOOD = minimal_pool("good")
      (2, "apiVersion", "unsupported apiVersion 'karpenter.sh/v2' for NodePool; expected karpenter.sh/v1")),
     (GOOD + "---\n" + minimal_pool("p").replace("apiVersion: karpenter.sh/v1", "apiVersion: karpenter.sh/v1beta1"),
      (2, "apiVersion", "unsupported apiVersion 'karpenter.sh/v1beta1' for NodePool; expected karpenter.sh/v1 "
-                       "(v1beta1 objects must be migrated to v1 first)")),
+                       "(a legacy Karpenter object: import with conversion (?convert=1")),
     (GOOD + "---\n" + minimal_nodeclass().replace("karpenter.k8s.aws/v1", "karpenter.k8s.aws/v1beta1"),
      (2, "apiVersion", "unsupported apiVersion 'karpenter.k8s.aws/v1beta1' for EC2NodeClass; expected karpenter.k8s.aws/v1 "
-                       "(v1beta1 objects must be migrated to v1 first)")),
+                       "(a legacy Karpenter object: import with conversion (?convert=1")),
     (GOOD + "---\n" + minimal_pool("p").replace("operator: In", "operator: Equals"),
      (2, "spec.template.spec.requirements[0].operator",
       "'Equals' is not one of In, NotIn, Exists, DoesNotExist, Gt, Lt, Gte, Lte")),

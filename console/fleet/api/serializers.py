@@ -276,6 +276,10 @@ class ImportResultSerializer(serializers.Serializer):
     created = serializers.ListField(child=serializers.CharField(), help_text="Kind/name of each object created.")
     updated = serializers.ListField(child=serializers.CharField())
     unchanged = serializers.ListField(child=serializers.CharField())
+    conversion = serializers.ListField(
+        child=serializers.DictField(), required=False,
+        help_text="Only with ?convert=1: one entry per legacy field, {object, field, action: moved|changed|dropped|"
+                  "defaulted, from, to, note}.")
 
 
 class ImportErrorSerializer(serializers.Serializer):

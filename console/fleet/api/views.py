@@ -335,7 +335,12 @@ class ImportView(APIView):
             "nothing is saved and every problem is listed (400). With `?dry_run=1` the documents are "
             "only checked."
         ),
-        parameters=[OpenApiParameter("dry_run", OpenApiTypes.BOOL, description="Check only; save nothing.")],
+        parameters=[OpenApiParameter("dry_run", OpenApiTypes.BOOL, description="Check only; save nothing."),
+                    OpenApiParameter("convert", OpenApiTypes.BOOL,
+                                     description="Convert legacy Karpenter objects (v1alpha5 Provisioner, v1alpha1 "
+                                                 "AWSNodeTemplate, v1beta1 NodePool and EC2NodeClass) to v1 first; "
+                                                 "the answer's `conversion` lists what moved, changed, was "
+                                                 "defaulted or dropped. Without it they are refused.")],
         request={
             "application/json": ImportRequestSerializer,
             "text/yaml": OpenApiTypes.STR,
@@ -347,15 +352,28 @@ class ImportView(APIView):
     )
     def post(self, request: Request) -> Response:
         texts, dry_run = self._texts(request)
+        convert = self._flag(request, "convert")
         with service_errors():
-            result = services.karpenter_import(texts=texts, user=request.user, dry_run=dry_run)
+            result = services.karpenter_import(texts=texts, user=request.user, dry_run=dry_run, convert=convert)
         if result.problems:
             problems = [{"document": p.document, "path": p.path, "message": p.message, "source": p.source}
                         for p in result.problems]
             return Response({"detail": f"Nothing was imported: {len(problems)} problem(s) found.",
                              "problems": problems}, status=status.HTTP_400_BAD_REQUEST)
-        return Response({"dry_run": dry_run, "created": result.created, "updated": result.updated,
-                         "unchanged": result.unchanged})
+        body: dict[str, Any] = {"dry_run": dry_run, "created": result.created, "updated": result.updated,
+                                "unchanged": result.unchanged}
+        if convert:  # the conversion report, only when one was asked for
+            body["conversion"] = result.conversion
+        return Response(body)
+
+    @staticmethod
+    def _flag(request: Request, name: str) -> bool:
+        if name not in request.query_params:
+            return False
+        try:
+            return bool(serializers.BooleanField().to_internal_value(request.query_params[name]))
+        except serializers.ValidationError as exc:
+            raise serializers.ValidationError({name: exc.detail}) from exc
 
     def _texts(self, request: Request) -> tuple[list[tuple[str, str]], bool]:
         dry_run = False
