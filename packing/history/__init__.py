@@ -1,0 +1,71 @@
+"""A cluster's history for replay (issue 21): typed events (events.py), pod templates (podspecs.py), the
+JSON-lines file (jsonl.py, documented in docs/history.md) and histories made from `kubectl get` dumps (dumps.py)."""
+
+from __future__ import annotations
+
+from packing.history.events import (
+    EVENT_ORDER,
+    Event,
+    EventName,
+    InterruptionKind,
+    ManifestKind,
+    NodeInterrupted,
+    NodeLaunched,
+    NodeTerminated,
+    OfferingPrice,
+    PodArrived,
+    PodBound,
+    PodDeparted,
+    PodEnd,
+    Prices,
+    Revision,
+)
+from packing.history.jsonl import (
+    FORMAT,
+    VERSION,
+    Header,
+    History,
+    HistoryError,
+    HistoryWriter,
+    PodSpec,
+    event_json,
+    format_time,
+    iter_history,
+    read_history,
+    read_history_file,
+)
+from packing.history.podspecs import engine_pod, pod_object, spec_id, template_of
+
+__all__ = [
+    "EVENT_ORDER",
+    "FORMAT",
+    "VERSION",
+    "Event",
+    "EventName",
+    "Header",
+    "History",
+    "HistoryError",
+    "HistoryWriter",
+    "InterruptionKind",
+    "ManifestKind",
+    "NodeInterrupted",
+    "NodeLaunched",
+    "NodeTerminated",
+    "OfferingPrice",
+    "PodArrived",
+    "PodBound",
+    "PodDeparted",
+    "PodEnd",
+    "PodSpec",
+    "Prices",
+    "Revision",
+    "engine_pod",
+    "event_json",
+    "format_time",
+    "iter_history",
+    "pod_object",
+    "read_history",
+    "read_history_file",
+    "spec_id",
+    "template_of",
+]
