@@ -68,6 +68,7 @@ INSTALLED_APPS = [
     "console.simulation",
     "console.alerts",
     "console.whatif",
+    "console.history",
 ]
 
 MIDDLEWARE = [
@@ -241,6 +242,11 @@ CELERY_BEAT_SCHEDULE = {
     # Node repair (LOADMASTER_NODE_REPAIR; does nothing when off): tolerations are minutes long, so a 30 s
     # look at the nodes' conditions repairs a node within a tick of its toleration running out.
     "repair": {"task": "console.control.tasks.repair", "schedule": 30.0},
+    # The history (console/history): the cluster diffed at the loops' pace (10 s is a departure's precision),
+    # the prices in force checked every 5 minutes (they change at most hourly), retention pruned hourly.
+    "history_observe": {"task": "console.history.tasks.observe", "schedule": 10.0},
+    "history_record_prices": {"task": "console.history.tasks.record_prices", "schedule": 300.0},
+    "history_prune": {"task": "console.history.tasks.prune", "schedule": 3600.0},
 }
 
 LOADMASTER_CLUSTER_NAME = env_str("LOADMASTER_CLUSTER_NAME", "demo") or "demo"
@@ -274,6 +280,7 @@ LOADMASTER_UNAVAILABLE_OFFERING_TTL = env_int("LOADMASTER_UNAVAILABLE_OFFERING_T
 # spend-spike rule reads the same hour of the last 7 days from minutes), and how long the pages and
 # /metrics reuse one read of the live cluster (0: every request reads it).
 LOADMASTER_METRICS_MINUTE_RETENTION_DAYS = env_int("LOADMASTER_METRICS_MINUTE_RETENTION_DAYS", 8, minimum=8)
+LOADMASTER_HISTORY_DAYS = env_int("LOADMASTER_HISTORY_DAYS", 14, minimum=1)  # console/history retention
 LOADMASTER_DASHBOARD_LIVE_SECONDS = env_int("LOADMASTER_DASHBOARD_LIVE_SECONDS", 30, minimum=0)
 # Consolidation's repack move (Loadmaster's own, beyond Karpenter: k nodes replaced by several cheaper
 # ones). Off: only Karpenter's methods run, in the loop, the previews and the snapshot replays.
