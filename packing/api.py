@@ -34,7 +34,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from packing import yamlinput
+from packing import history, yamlinput  # history: the cluster's history and its file, for console/history
 from packing.bound import lower_bound
 from packing.buffers import (
     ACTIVE_CAPACITY,
@@ -107,6 +107,7 @@ from packing.taints import EFFECTS, Taint, first_untolerated
 from packing.yamlinput import brief, load_all, load_one
 
 __all__ = [
+    "history",
     "ACTIVE_CAPACITY",
     "BUFFER_KIND",
     "BufferReport",

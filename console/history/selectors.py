@@ -18,8 +18,12 @@ from django.db.models import QuerySet
 
 from console.history.models import EventKind, HistoryEvent, HistoryImport, HistorySpec
 from console.history.rows import line_of
-from packing.history import EventName, Header, format_time
-from packing.history.jsonl import header_json
+from packing.api import history
+
+EventName = history.EventName
+Header = history.Header
+format_time = history.format_time
+header_json = history.header_json
 
 CHUNK = 2000
 _COLUMNS = ("at", "kind", "subject", "payload", "spec_id")
@@ -66,7 +70,7 @@ def _state_at(rows: QuerySet[HistoryEvent], since: datetime) -> dict[str, dict[s
     prices: dict[str, list[Any]] = {}
     nodes: dict[str, Any] = {}
     pods: dict[str, Any] = {}
-    for at, kind, subject, payload, spec in rows.filter(at__lt=since).order_by("at", "kind", "id").values_list(
+    for _at, kind, subject, payload, spec in rows.filter(at__lt=since).order_by("at", "kind", "id").values_list(
             *_COLUMNS).iterator(chunk_size=CHUNK):
         if kind == EventKind.REVISION:
             if payload.get("manifest") is None:

@@ -355,7 +355,7 @@ def parse_event(obj: Mapping[str, Any]) -> Event | PodSpec:
     """One line's object as an event (or a PodSpec); FieldError naming the field. No check against other lines."""
     raw = obj.get("event")
     try:
-        name = EventName(raw)
+        name = EventName(str(raw) if isinstance(raw, str) else "")
     except ValueError:
         raise FieldError("event", f"unknown event {brief(raw)} (expected one of "
                                   f"{', '.join(e.value for e in EventName)})") from None  # fmt: skip
