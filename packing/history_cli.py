@@ -2,7 +2,8 @@
 pods,nodes -A -o yaml` (or `-o json`) dumps, by diffing each dump with the one before (packing.history.dumps).
 
 Each dump's time is its `--at` (given once per DUMP, in the same order), else a UTC time in its file name
-(`pods-2026-12-03T09:40:00Z.yaml`, `20261203T094000Z.json`: what `date -u +%Y%m%dT%H%M%SZ` prints). Dumps are
+(`pods-2026-12-03T09:40:00Z.yaml`, `20261203T094000Z.json`: what `date -u +%Y%m%dT%H%M%SZ` prints), else the
+`loadmaster.dev/captured-at` annotation of its List. Dumps are
 taken in time order whatever order they are named in. Node prices come from the built-in catalog of --region.
 Exit 0, or 2 with one line naming the file (and document and field) on bad input.
 """
@@ -15,20 +16,22 @@ import io
 import os
 import re
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from typing import TextIO
 
 from packing.cli_arguments import CliParser
-from packing.documents import DEFAULT_MAX_INPUT_BYTES, ByteBudget
-from packing.fields import InputError
+from packing.documents import DEFAULT_MAX_INPUT_BYTES, ByteBudget, documents
+from packing.fields import FieldError, InputError, timestamp
 from packing.history.dumps import PriceOf, Snapshot, diff, read_dump
 from packing.history.events import OfferingPrice, Prices
 from packing.history.jsonl import Header, HistoryWriter, format_time
 from packing.kubeobjects import Inputs
 from packing.planning import builtin_catalog
 
-__all__ = ["build_parser", "dump_time", "main"]
+__all__ = ["CAPTURED_AT", "annotated_time", "build_parser", "dump_time", "main"]
+
+CAPTURED_AT = "loadmaster.dev/captured-at"  # an annotation on a dump's List: when it was taken
 
 # 2026-12-03T09:40:00Z, 2026-12-03T09-40-00Z (colons are awkward in file names), 20261203T094000Z
 _NAME_TIME = re.compile(
@@ -76,15 +79,32 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
-def _times(paths: Sequence[str], given: Sequence[datetime]) -> list[tuple[datetime, str]]:
+def annotated_time(path: str, budget: ByteBudget) -> datetime | None:
+    """The `loadmaster.dev/captured-at` annotation of the dump's List (its first document), None when it has
+    none; the file is read whole for it (the streaming readers do not keep the List's own metadata)."""
+    for _, doc in documents(budget.read(path), path):
+        meta = doc.get("metadata") if isinstance(doc, Mapping) else None
+        annotations = meta.get("annotations") if isinstance(meta, Mapping) else None
+        if not isinstance(annotations, Mapping):
+            return None
+        return timestamp(annotations.get(CAPTURED_AT), f"metadata.annotations.{CAPTURED_AT}")
+    return None
+
+
+def _times(paths: Sequence[str], given: Sequence[datetime], budget: ByteBudget) -> list[tuple[datetime, str]]:
     if given and len(given) != len(paths):
         raise InputError(f"--at: given {len(given)} times for {len(paths)} dumps (give one per DUMP, in order)")
     out = []
     for i, path in enumerate(paths):
         t = given[i] if given else dump_time(path)
+        if t is None and path != "-":
+            try:
+                t = annotated_time(path, ByteBudget(budget.total))
+            except FieldError as e:
+                raise InputError(f"{path}: document 1: {e.path}: {e.message}") from None
         if t is None:
-            raise InputError(f"{path}: no time: give --at for every dump, or name the file with its UTC time "
-                             "(e.g. pods-2026-12-03T09:40:00Z.yaml)")  # fmt: skip
+            raise InputError(f"{path}: no time: give --at for every dump, name the file with its UTC time "
+                             f"(e.g. pods-2026-12-03T09:40:00Z.yaml) or annotate its List with {CAPTURED_AT}")  # fmt: skip
         out.append((t, path))
     out.sort()
     for (t1, p1), (t2, p2) in zip(out, out[1:], strict=False):
@@ -105,7 +125,7 @@ def _catalog(region: str, want: bool) -> tuple[PriceOf, list[OfferingPrice]]:
 def write_history(paths: Sequence[str], given: Sequence[datetime], out: TextIO, *, region: str, prices: bool,
                   budget: ByteBudget) -> int:  # fmt: skip
     """Read the dumps in time order, one at a time, and write their history to `out`; the events written."""
-    times = _times(paths, given)
+    times = _times(paths, given, budget)
     price_of, offerings = _catalog(region, prices)
     writer = HistoryWriter(out, Header(source="python -m packing history", start=times[0][0], end=times[-1][0]))
     count = 0

@@ -251,3 +251,16 @@ def test_a_dump_without_a_time_exits_2(tmp_path: Path, capsys: Any) -> None:
     assert "no time: give --at" in capsys.readouterr().err
     assert packing_main(["history", d1, "--at", "2026-12-03T09:00:00Z", "--at", "2026-12-03T09:10:00Z"]) == 2
     assert "--at: given 2 times for 1 dumps" in capsys.readouterr().err
+
+
+def test_a_dumps_time_may_be_its_lists_annotation(tmp_path: Path, capsys: Any) -> None:
+    path = tmp_path / "a.yaml"
+    path.write_text("apiVersion: v1\nitems: []\nkind: List\nmetadata:\n  annotations:\n"
+                    "    loadmaster.dev/captured-at: '2026-12-03T09:30:00Z'\n")
+    assert packing_main(["history", str(path)]) == 0
+    history = read_history(capsys.readouterr().out.splitlines(), "out")
+    assert history.header.start == datetime(2026, 12, 3, 9, 30, tzinfo=UTC)
+    path.write_text("apiVersion: v1\nitems: []\nkind: List\nmetadata:\n  annotations:\n"
+                    "    loadmaster.dev/captured-at: soon\n")
+    assert packing_main(["history", str(path)]) == 2
+    assert "document 1: metadata.annotations.loadmaster.dev/captured-at: invalid timestamp" in capsys.readouterr().err
