@@ -107,9 +107,12 @@ def history_record(*, events: Iterable[Event], templates: Mapping[str, Mapping[s
             row.live = True
             opened.setdefault((group, subject), []).append(row)
         rows.append(row)
-    for group, subject in close_stored:
+    for group in sorted({g for g, _ in close_stored}):
         kinds = [k for k, g in GROUP_OPENERS.items() if g == group]
-        HistoryEvent.objects.filter(imported=imported, kind__in=kinds, subject=subject, live=True).update(live=False)
+        subjects = sorted(s for g, s in close_stored if g == group)
+        for i in range(0, len(subjects), 500):  # one UPDATE per group (and per 500 subjects), not one per subject
+            HistoryEvent.objects.filter(imported=imported, kind__in=kinds, subject__in=subjects[i:i + 500],
+                                        live=True).update(live=False)
     HistoryEvent.objects.bulk_create(rows, batch_size=1000)
     return len(rows)
 
