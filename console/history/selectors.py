@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from django.conf import settings
@@ -22,7 +22,6 @@ from packing.api import history
 
 EventName = history.EventName
 Header = history.Header
-format_time = history.format_time
 header_json = history.header_json
 
 CHUNK = 2000
@@ -127,9 +126,7 @@ def history_lines(*, since: datetime, until: datetime | None = None,
 
 def history_window_default(now: datetime) -> datetime:
     """The start of the retained history (now less LOADMASTER_HISTORY_DAYS): an export's default `since`."""
-    from datetime import timedelta
-
     return now - timedelta(days=settings.LOADMASTER_HISTORY_DAYS)
 
 
-__all__ = ["format_time", "history_import_get", "history_lines", "history_rows", "history_window_default"]
+__all__ = ["history_import_get", "history_lines", "history_rows", "history_window_default"]

@@ -24,7 +24,7 @@ from console.fleet import manifests
 from console.fleet.models import ChangeRecord, EC2NodeClass, NodeClaim, NodePool
 from console.history.models import EventKind, HistoryCursor, HistoryEvent, HistoryImport, HistorySpec
 from console.history.rows import GROUP_CLOSERS, GROUP_OPENERS, row_parts
-from packing.api import FieldError, InputError, history
+from packing.api import InputError, history
 
 EVENT_ORDER = history.EVENT_ORDER
 Event = history.Event
@@ -199,11 +199,7 @@ def history_observe(*, cluster: ClusterBackend, now: datetime | None = None) -> 
         cur.pods[key] = state
         cur.templates.setdefault(state.spec, template)
     claims = _claims_by_node(str((n.get("metadata") or {}).get("name") or "") for n in nodes)
-    catalog_price = _prices_of(settings.LOADMASTER_AWS_REGION)
-
-    def price_of(it: str, zone: str, ct: str) -> float | None:
-        return catalog_price(it, zone, ct)
-
+    price_of = _prices_of(settings.LOADMASTER_AWS_REGION)
     for node in nodes:
         name = str((node.get("metadata") or {}).get("name") or "")
         if prev is not None and name in prev.nodes:
@@ -398,8 +394,6 @@ def history_import(*, lines: Iterable[str], name: str, user: Any) -> HistoryImpo
     except HistoryError as e:
         line, field = _error_parts(str(e))
         raise HistoryImportError(str(e), line=line, field=field) from None
-    except (FieldError, UnicodeDecodeError) as e:
-        raise HistoryImportError(f"{name or 'upload'}: {e}") from None
     assert header is not None
     with transaction.atomic():
         record = HistoryImport.objects.create(
