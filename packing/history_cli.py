@@ -13,19 +13,27 @@ from __future__ import annotations
 import argparse
 import contextlib
 import io
+import json
 import os
 import re
 import sys
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
-from typing import TextIO
+from typing import Any, TextIO
 
 from packing.cli_arguments import CliParser
 from packing.documents import DEFAULT_MAX_INPUT_BYTES, ByteBudget, documents
 from packing.fields import FieldError, InputError, timestamp
 from packing.history.dumps import PriceOf, Snapshot, diff, read_dump
-from packing.history.events import OfferingPrice, Prices
-from packing.history.jsonl import Header, HistoryWriter, format_time
+from packing.history.events import (
+    NodeLaunched,
+    NodeTerminated,
+    OfferingPrice,
+    PodArrived,
+    PodDeparted,
+    Prices,
+)
+from packing.history.jsonl import Header, History, HistoryWriter, format_time, read_history_file
 from packing.kubeobjects import Inputs
 from packing.planning import builtin_catalog
 
@@ -68,6 +76,8 @@ def build_parser() -> argparse.ArgumentParser:
     p = CliParser(prog="python -m packing history",
                   description="A history (JSON lines) from a series of `kubectl get pods,nodes -A -o yaml` dumps.")  # fmt: skip
     p.add_argument("dumps", nargs="+", metavar="DUMP", help="YAML or JSON dumps ('-' = stdin, once)")
+    p.add_argument("--check", action="store_true",
+                   help="read the files as history files instead (strictly) and print a JSON summary of each")  # fmt: skip
     p.add_argument("--at", action="append", type=_time_arg, default=[], metavar="TIME",
                    help="the time of each DUMP, in order (RFC 3339); default: the time in its file name")  # fmt: skip
     p.add_argument("-o", "--output", metavar="FILE", help="write the history here (default: stdout)")
@@ -145,6 +155,48 @@ def write_history(paths: Sequence[str], given: Sequence[datetime], out: TextIO, 
     return count
 
 
+def summary(history: History) -> dict[str, Any]:
+    """What `--check` prints of a history: its window, its events by kind, what is alive at its end."""
+    kinds: dict[str, int] = {}
+    pods: set[str] = set()
+    nodes: set[str] = set()
+    for e in history.events:
+        name = type(e).__name__
+        kinds[name] = kinds.get(name, 0) + 1
+        if isinstance(e, PodArrived):
+            pods.add(e.key)
+        elif isinstance(e, PodDeparted):
+            pods.discard(e.key)
+        elif isinstance(e, NodeLaunched):
+            nodes.add(e.name)
+        elif isinstance(e, NodeTerminated):
+            nodes.discard(e.name)
+    times = [e.at for e in history.events]
+    return {
+        "version": history.header.version,
+        "source": history.header.source,
+        "first": format_time(times[0]) if times else None,
+        "last": format_time(times[-1]) if times else None,
+        "events": dict(sorted(kinds.items())),
+        "templates": len(history.templates),
+        "pods_at_end": len(pods),
+        "nodes_at_end": len(nodes),
+    }
+
+
+def check_histories(paths: Sequence[str], stdout: TextIO, stderr: TextIO) -> int:
+    """`--check`: each history file read strictly; 0 and one JSON summary per file, or 2 and the first bad line."""
+    out = {}
+    try:
+        for path in paths:
+            out[path] = summary(read_history_file(path))
+    except InputError as e:
+        print(f"error: {e}", file=stderr)
+        return 2
+    stdout.write(json.dumps(out, indent=2) + "\n")
+    return 0
+
+
 def main(argv: Sequence[str] | None = None, *, stdout: TextIO | None = None, stderr: TextIO | None = None) -> int:
     stdout = stdout or sys.stdout
     stderr = stderr or sys.stderr
@@ -157,6 +209,8 @@ def main(argv: Sequence[str] | None = None, *, stdout: TextIO | None = None, std
         print("error: packing history: --max-input-bytes must not be negative (0: no limit)", file=stderr)
         return 2
     budget = ByteBudget(args.max_input_bytes or None)
+    if args.check:
+        return check_histories(args.dumps, stdout, stderr)
     try:
         if args.output:
             # written to a temporary file and renamed: a bad dump leaves no half-written history behind
