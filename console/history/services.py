@@ -7,6 +7,7 @@ binding, a launch or a revision still in force) and never leaves a batch half-wr
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
@@ -159,10 +160,6 @@ def _prices_of(region: str) -> Callable[[str, str, str], float | None]:
     return price_of
 
 
-def _within(t: datetime | None, lo: datetime | None, hi: datetime) -> datetime | None:
-    return t if t is not None and lo is not None and lo < t <= hi else None
-
-
 @dataclass
 class ObserveOutcome:
     recorded: int = 0
@@ -215,20 +212,37 @@ def history_observe(*, cluster: ClusterBackend, now: datetime | None = None) -> 
         if claim is not None:
             state_n = _with_claim(state_n, claim)
         cur.nodes[name] = state_n
-    events = diff(prev, cur)
-    ended = _claims_by_node(e.name for e in events if isinstance(e, NodeTerminated))
-    out: list[Event] = []
-    for ev in events:
-        if isinstance(ev, NodeTerminated):
-            claim = ended.get(ev.name)
-            if claim is not None and claim.terminated_at is not None:
-                ev = NodeTerminated(_within(claim.terminated_at, lo, now) or ev.at, ev.name,
-                                    claim.termination_reason or claim.deletion_reason)
-        out.append(ev)
+    events = _claim_times(diff(prev, cur), claims, lo, now)
     with transaction.atomic():
-        outcome.recorded = history_record(events=out, templates=cur.templates)
+        outcome.recorded = history_record(events=events, templates=cur.templates)
         HistoryCursor.objects.update_or_create(name=RECORDER, defaults={"observed_at": now})
     return outcome
+
+
+def _claim_times(events: list[Event], claims: Mapping[str, NodeClaim], lo: datetime | None,
+                 now: datetime) -> list[Event]:
+    """Launches and terminations at their NodeClaim's times, which the claim knows better than a look every
+    10 s: billing starts at the launch (before the node registers) and stops at the termination. Not on the
+    first look (lo None), where everything alive is recorded as of that look. Earlier than the last look is
+    fine: exports sort by time."""
+    ended = _claims_by_node(e.name for e in events if isinstance(e, NodeTerminated))
+    launched = dict(HistoryEvent.objects.filter(imported=None, kind=EventKind.NODE_LAUNCHED, live=True,
+                                                subject__in=list(ended)).values_list("subject", "at"))
+    out: list[Event] = []
+    for ev in events:
+        if isinstance(ev, NodeLaunched) and lo is not None:
+            claim = claims.get(ev.name)
+            if claim is not None and claim.launched_at is not None and claim.launched_at <= now:
+                ev = dataclasses.replace(ev, at=claim.launched_at)
+        elif isinstance(ev, NodeTerminated):
+            ended_claim = ended.get(ev.name)
+            if ended_claim is not None and ended_claim.terminated_at is not None:
+                at = min(ended_claim.terminated_at, now)
+                start = launched.get(ev.name)
+                ev = NodeTerminated(max(at, start) if start is not None else at, ev.name,
+                                    ended_claim.termination_reason or ended_claim.deletion_reason)
+        out.append(ev)
+    return _sorted(out)
 
 
 def _with_claim(state: NodeState, claim: NodeClaim) -> NodeState:
