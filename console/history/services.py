@@ -21,6 +21,7 @@ from django.utils import timezone
 
 from console import adapters
 from console.backends.base import ClusterBackend
+from console.control.locks import LockBusy, loop_lock
 from console.fleet import manifests
 from console.fleet.models import ChangeRecord, EC2NodeClass, NodeClaim, NodePool
 from console.history.models import EventKind, HistoryCursor, HistoryEvent, HistoryImport, HistorySpec
@@ -53,6 +54,7 @@ spec_id = history.spec_id
 log = logging.getLogger(__name__)
 
 RECORDER = "recorder"
+OBSERVE_LOCK = "history-observe"
 
 
 def _sorted(events: Iterable[Event]) -> list[Event]:
@@ -164,6 +166,7 @@ def _prices_of(region: str) -> Callable[[str, str, str], float | None]:
 class ObserveOutcome:
     recorded: int = 0
     skipped: int = 0  # objects the engine cannot read (left out, logged)
+    busy: bool = False  # another look was under way: this one did nothing
 
 
 def history_observe(*, cluster: ClusterBackend, now: datetime | None = None) -> ObserveOutcome:
@@ -171,6 +174,15 @@ def history_observe(*, cluster: ClusterBackend, now: datetime | None = None) -> 
     diff): arrivals, bindings, departures, launches (priced by their NodeClaim, else the catalog) and
     terminations (dated and explained by their NodeClaim when it has ended)."""
     now = now or timezone.now()
+    try:
+        # one look at a time: two looks diffing against the same state would record every change twice
+        with loop_lock(OBSERVE_LOCK):
+            return _observe(cluster, now)
+    except LockBusy:
+        return ObserveOutcome(busy=True)
+
+
+def _observe(cluster: ClusterBackend, now: datetime) -> ObserveOutcome:
     outcome = ObserveOutcome()
     pods, _ = cluster.list_pods()
     nodes, _ = cluster.list_nodes()

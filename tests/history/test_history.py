@@ -115,6 +115,17 @@ def test_the_recorder_diffs_the_simulated_cluster(db: Any, settings: Any) -> Non
     assert len({e.spec for e in arrivals}) == 1
 
 
+def test_one_look_at_a_time(db: Any, settings: Any) -> None:
+    from console.control.locks import loop_lock
+
+    _, _, cluster, _ = loop_world(settings, on_demand_pool("general", ["c", "m"]))
+    cluster.apply(pod("web-0", namespace="shop"))
+    with loop_lock(services.OBSERVE_LOCK):  # another worker is looking
+        assert services.history_observe(cluster=cluster).busy
+    assert not HistoryEvent.objects.filter(kind=EventKind.POD_ARRIVED).exists()
+    assert services.history_observe(cluster=cluster).recorded >= 1
+
+
 def test_revisions_come_from_the_fleets_change_history(db: Any) -> None:
     from tests.console_pages import NODECLASS
 
