@@ -68,6 +68,7 @@ INSTALLED_APPS = [
     "console.simulation",
     "console.alerts",
     "console.whatif",
+    "console.history",
 ]
 
 MIDDLEWARE = [
@@ -245,6 +246,11 @@ CELERY_BEAT_SCHEDULE = {
     # EC2's, picks up a Capacity Block within a minute of it becoming active, and acts on an ending block well inside
     # the 10 minutes between Karpenter's 40-minute lead time and EC2's reclaim at 30 minutes before the end.
     "capacity_reservations": {"task": "console.control.tasks.capacity_reservations", "schedule": 60.0},
+    # The history (console/history): the cluster diffed at the loops' pace (10 s is a departure's precision),
+    # the prices in force checked every 5 minutes (they change at most hourly), retention pruned hourly.
+    "history_observe": {"task": "console.history.tasks.observe", "schedule": 10.0},
+    "history_record_prices": {"task": "console.history.tasks.record_prices", "schedule": 300.0},
+    "history_prune": {"task": "console.history.tasks.prune", "schedule": 3600.0},
 }
 
 LOADMASTER_CLUSTER_NAME = env_str("LOADMASTER_CLUSTER_NAME", "demo") or "demo"
@@ -278,6 +284,7 @@ LOADMASTER_UNAVAILABLE_OFFERING_TTL = env_int("LOADMASTER_UNAVAILABLE_OFFERING_T
 # spend-spike rule reads the same hour of the last 7 days from minutes), and how long the pages and
 # /metrics reuse one read of the live cluster (0: every request reads it).
 LOADMASTER_METRICS_MINUTE_RETENTION_DAYS = env_int("LOADMASTER_METRICS_MINUTE_RETENTION_DAYS", 8, minimum=8)
+LOADMASTER_HISTORY_DAYS = env_int("LOADMASTER_HISTORY_DAYS", 14, minimum=1)  # console/history retention
 LOADMASTER_DASHBOARD_LIVE_SECONDS = env_int("LOADMASTER_DASHBOARD_LIVE_SECONDS", 30, minimum=0)
 # Consolidation's repack move (Loadmaster's own, beyond Karpenter: k nodes replaced by several cheaper
 # ones). Off: only Karpenter's methods run, in the loop, the previews and the snapshot replays.

@@ -18,6 +18,7 @@ urlpatterns = [
     path("api/alerts/", include("console.alerts.api")),
     path("api/", include("console.whatif.api_urls")),
     path("api/", include("console.buffers.api.urls")),
+    path("api/", include("console.history.urls")),
     path("api/", include("console.fleet.api.urls")),
     path("whatif/", include("console.whatif.urls")),
     path("alerts/", RedirectView.as_view(pattern_name="alerts:rule-list", permanent=False)),
