@@ -68,6 +68,7 @@ INSTALLED_APPS = [
     "console.simulation",
     "console.alerts",
     "console.whatif",
+    "console.advisor",
 ]
 
 MIDDLEWARE = [

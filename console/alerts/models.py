@@ -67,9 +67,11 @@ class AlertRule(models.Model):
     INTERRUPTIONS = "interruptions"
     STRANDED = "stranded_savings"
     UNUSABLE = "unusable_nodepool"
+    ADVISOR = "advisor_finding"
     KINDS = [(BUDGET, "Budget"), (SPIKE, "Spend spike"), (EFFICIENCY, "Low packing efficiency"),
              (STUCK, "Stuck pods"), (INTERRUPTIONS, "Spot interruptions"), (STRANDED, "Stranded savings"),
              (UNUSABLE, "NodePool unusable")]
+    KINDS += [(ADVISOR, "New advisor finding")]
     METRICS = [("cost_per_hour", "cost per hour"), ("forecast", "month-end forecast"),
                ("cpu", "CPU"), ("memory", "memory")]
 

@@ -177,6 +177,10 @@ def evaluate_rule(rule: AlertRule, now: datetime) -> Evaluation:
     if rule.kind == AlertRule.UNUSABLE:
         return selectors.evaluate_unusable(selectors.nodepool_problems(pool), min_pools=threshold,
                                            hold_minutes=rule.window_minutes, scope=scope, now=now)
+    if rule.kind == AlertRule.ADVISOR:
+        from console.advisor import services as advisor_services  # the advisor app builds on this one
+
+        return advisor_services.alert_evaluate(rule=rule, now=now)
     raise ValueError(f"unknown rule kind {rule.kind}")
 
 
@@ -201,7 +205,7 @@ def process_rule(rule: AlertRule, now: datetime, *, sleep: Callable[[float], Non
     AlertState.objects.filter(rule=rule).exclude(scope=ev.scope).delete()
     state, _ = AlertState.objects.get_or_create(rule=rule, scope=ev.scope)
     action = decide(firing_before=state.firing, last_sent_at=state.last_sent_at, condition=ev.firing, now=now,
-                    cooldown=timedelta(minutes=rule.cooldown_minutes))
+                    cooldown=timedelta(0) if ev.fresh else timedelta(minutes=rule.cooldown_minutes))
     state.last_value = ev.value[:100]
     if action is None:
         state.save()

@@ -63,4 +63,6 @@ def rule_threshold(rule: Any) -> str:
         return f"≥ {money(t, '/day')} per move"
     if kind == AlertRule.UNUSABLE:
         return f"≥ {count(max(t, Decimal(1)), 'NodePool')} unusable"
+    if kind == AlertRule.ADVISOR:
+        return f"≥ {count(max(t, Decimal(1)), 'finding')}, each new one sent"
     return number(t, places=4)
