@@ -71,6 +71,6 @@ def alert_evaluate(*, rule: AlertRule, now: datetime, source: AdviceSource | Non
     savings = sum(f.monthly_savings or 0.0 for f in found.values() if (f.monthly_savings or 0) > 0)
     return Evaluation(scope=rule.scope, firing=len(found) >= needed, title=f"Advisor findings on {rule.scope}",
                       value=units.count(len(found), "finding"), threshold=f"≥ {units.count(needed, 'finding')}",
-                      change=f"{len(new)} new" if new else "—",
+                      change=(f"{len(new)} new: " + ", ".join(k for k in new[:5])) if new else "—",
                       window=f"{units.money(savings)}/month at stake" if savings else "—",
                       details=details, fresh=bool(new))
