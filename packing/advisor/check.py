@@ -14,8 +14,11 @@ __all__ = ["Check", "pool_object", "requirement_patch", "template_spec"]
 class Check(Protocol):
     """A family of findings (limits, diversity, PDBs, ...): the codes it may report and how it finds them."""
 
-    family: str
-    codes: Sequence[str]
+    @property
+    def family(self) -> str: ...
+
+    @property
+    def codes(self) -> Sequence[str]: ...
 
     def findings(self, ctx: Context) -> list[Finding]: ...
 

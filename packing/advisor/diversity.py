@@ -11,13 +11,12 @@ from packing.advisor.check import pool_object, requirement_patch
 from packing.advisor.context import Context
 from packing.advisor.finding import Finding, Severity
 from packing.advisor.patches import make_fix
+from packing.disruption.consolidation import SPOT_TO_SPOT_MIN_TYPES  # the floor the disruption engine keeps
 from packing.instancetype import CAPACITY_TYPE_SPOT
 from packing.nodepool import INSTANCE_TYPE_LABEL, ZONE_LABEL, NodePool
 
 __all__ = ["DiversityCheck", "SPOT_TO_SPOT_MIN_TYPES"]
 
-# Karpenter's MinInstanceTypesForSpotToSpotConsolidation (pkg/controllers/disruption/consolidation.go)
-SPOT_TO_SPOT_MIN_TYPES = 15
 FAMILY_LABEL = "karpenter.k8s.aws/instance-family"
 CATEGORY_LABEL = "karpenter.k8s.aws/instance-category"
 SIZE_LABEL = "karpenter.k8s.aws/instance-size"

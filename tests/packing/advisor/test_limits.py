@@ -1,7 +1,7 @@
 from __future__ import annotations
 
 from packing.advisor.context import Context
-from tests.packing.advisor.helpers import codes, deployment, node, nodepool, one, patch_of, pod, run
+from tests.packing.advisor.helpers import codes, deployment, node, nodepool, one, patch_of, run
 
 
 def test_pods_pending_because_of_a_limit_name_the_pool_and_raise_it():
