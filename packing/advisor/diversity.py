@@ -4,7 +4,8 @@ cheaper types to replace a spot node with another spot node), and every pool con
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import dataclasses
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from packing.advisor.check import pool_object, requirement_patch
@@ -22,6 +23,12 @@ CATEGORY_LABEL = "karpenter.k8s.aws/instance-category"
 SIZE_LABEL = "karpenter.k8s.aws/instance-size"
 # the instance categories of Karpenter's example NodePools (general purpose, compute and memory optimized)
 EXAMPLE_CATEGORIES = ("c", "m", "r")
+# the requirement keys that name instance types: LM112's and LM113's fix drops them
+TYPE_KEYS = (INSTANCE_TYPE_LABEL, FAMILY_LABEL, SIZE_LABEL)
+
+
+def _without(pool: NodePool, keys: Sequence[str]) -> NodePool:
+    return dataclasses.replace(pool, requirements=pool.requirements.without(keys))
 
 
 class DiversityCheck:
@@ -30,7 +37,6 @@ class DiversityCheck:
 
     def findings(self, ctx: Context) -> list[Finding]:
         zones_all = sorted({o.zone for it in ctx.catalog for o in it.offerings if o.available})
-        families_all = {it.labels.get(FAMILY_LABEL) for it in ctx.catalog} - {None}
         out: list[Finding] = []
         pool_zones: dict[str, set[str]] = {}
         for pool in ctx.pools:
@@ -42,7 +48,11 @@ class DiversityCheck:
             zones = {o.zone for _, os in offers for o in os}
             pool_zones[pool.name] = zones
             manifest = ctx.pool_manifest(pool.name)
-            if len(zones) == 1 and len(zones_all) > 1:
+            # the zones and families the pool would have without its own requirements on them: the catalog's
+            # offerings of the types it allows may be in one zone (or of one family) anyway, and then the
+            # requirement is not what confines it
+            unzoned = {o.zone for _, os in ctx.pool_offerings(_without(pool, [ZONE_LABEL])) for o in os}
+            if len(zones) == 1 and len(unzoned) > 1:
                 patch = requirement_patch(manifest, [ZONE_LABEL])
                 out.append(
                     Finding(
@@ -56,7 +66,10 @@ class DiversityCheck:
                     )
                 )
             families = {it.labels.get(FAMILY_LABEL) for it, _ in offers} - {None}
-            if len(families) == 1 and len(families_all) > 1:
+            any_family = {
+                it.labels.get(FAMILY_LABEL) for it, _ in ctx.pool_offerings(_without(pool, TYPE_KEYS))
+            } - {None}
+            if len(families) == 1 and len(any_family) > 1:
                 patch = self._widened(ctx, manifest)
                 out.append(
                     Finding(
@@ -73,9 +86,11 @@ class DiversityCheck:
             if spot_types and len(spot_types) < SPOT_TO_SPOT_MIN_TYPES:
                 out.append(self._few_spot(ctx, pool, manifest, spot_types))
         zones_used = set().union(*pool_zones.values()) if pool_zones else set()
-        if len(zones_used) == 1 and len(zones_all) > 1 and len(pool_zones) > 1:
-            first = next(p for p in ctx.pools if p.name in pool_zones)
-            patch = requirement_patch(ctx.pool_manifest(first.name), [ZONE_LABEL])
+        # the pools their own zone requirement confines (LM111): widening one of them is the fix
+        confined = [p.name for p in ctx.pools if any(f.code == "LM111" and f.objects == (pool_object(p.name),) for f in out)]
+        if len(zones_used) == 1 and len(pool_zones) > 1 and confined:
+            first = confined[0]
+            patch = requirement_patch(ctx.pool_manifest(first), [ZONE_LABEL])
             out.append(
                 Finding(
                     "LM114",
@@ -85,7 +100,7 @@ class DiversityCheck:
                     tuple(pool_object(n) for n in sorted(pool_zones)),
                     {"zone": next(iter(zones_used)), "zones_in_region": zones_all},
                     None,
-                    make_fix("NodePool", first.name, ctx.pool_manifest(first.name), patch),
+                    make_fix("NodePool", first, ctx.pool_manifest(first), patch),
                 )
             )
         return out
@@ -93,8 +108,7 @@ class DiversityCheck:
     def _widened(self, ctx: Context, manifest: Mapping[str, Any]) -> dict[str, Any]:
         """The pool's requirements without those naming instance types, families or sizes; when it then has
         no instance-category requirement and the catalog labels categories, Karpenter's example one (c, m, r)."""
-        keys = [INSTANCE_TYPE_LABEL, FAMILY_LABEL, SIZE_LABEL]
-        patch = requirement_patch(manifest, keys)
+        patch = requirement_patch(manifest, TYPE_KEYS)
         reqs = patch["spec"]["template"]["spec"]["requirements"]
         if not any(r.get("key") == CATEGORY_LABEL for r in reqs) and any(
             CATEGORY_LABEL in it.labels for it in ctx.catalog
