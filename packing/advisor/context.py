@@ -90,6 +90,10 @@ class Context:
         return self.extras.settings.get(pool, DisruptionSettings())
 
     @cached_property
+    def types_by_name(self) -> dict[str, InstanceType]:
+        return {it.name: it for it in self.catalog}
+
+    @cached_property
     def pods(self) -> list[Pod]:
         return [*self.inputs.running, *self.inputs.pending]
 
@@ -145,7 +149,7 @@ class Context:
 
     def node_price(self, node: ExistingNodeSpec) -> float | None:
         """$/h of an existing node, from the catalog (its instance type, zone and capacity type labels)."""
-        it = next((t for t in self.catalog if t.name == node.labels.get(INSTANCE_TYPE_LABEL)), None)
+        it = self.types_by_name.get(node.labels.get(INSTANCE_TYPE_LABEL, ""))
         if it is None:
             return None
         zone, ct = node.labels.get(ZONE_LABEL), node.labels.get(CAPACITY_TYPE_LABEL)

@@ -105,6 +105,7 @@ class HygieneCheck:
         offers = {
             p.name: {(it.name, o.zone, o.capacity_type) for it, os in ctx.pool_offerings(p) for o in os} for p in pools
         }
+        type_keys = {k for it in ctx.catalog for k in it.labels}
         out = []
         for b in pools:
             if not offers[b.name]:
@@ -120,7 +121,7 @@ class HygieneCheck:
                 if not set(b.labels.items()) <= set(a.labels.items()):
                     continue
                 # a pod may still pick B by a requirement key only B's requirements define (a custom label)
-                if any(k not in pool_requirements(a) and k not in {kk for it in ctx.catalog for kk in it.labels} for k in reqs_b):
+                if any(k not in pool_requirements(a) and k not in type_keys for k in reqs_b):
                     continue
                 out.append(
                     Finding(

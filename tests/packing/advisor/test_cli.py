@@ -71,3 +71,20 @@ def test_registered_as_a_subcommand(tmp_path: Path, capsys) -> None:  # type: ig
     f.write_text(nodepool())
     assert packing_main(["advise", str(f)]) == 0
     assert json.loads(capsys.readouterr().out)["summary"]["nodepools"] == 1
+
+
+def test_aws_adds_the_iam_preflight(tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    from moto import mock_aws
+
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "a")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "b")
+    f = tmp_path / "c.yaml"
+    f.write_text(nodepool())
+    with mock_aws():
+        rc, out, err = _run(str(f), "--aws", "--node-role", "KarpenterNodeRole")
+    assert rc == 0, err
+    doc = json.loads(out)
+    iam = doc["summary"]["iam"]
+    assert iam["allowed"] >= 5 and iam["denied"] == 0
+    # moto has no policy simulator and no instance profile of that name: reported as not checked
+    assert {f["code"] for f in doc["findings"] if f["objects"][0].startswith("iam/")} == {"LM172"}
