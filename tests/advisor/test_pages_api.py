@@ -103,3 +103,11 @@ def test_advisor_migrations_match_models() -> None:
     from django.core.management import call_command
 
     call_command("makemigrations", "advisor", "alerts", "--check", "--dry-run", verbosity=0)
+
+
+def test_a_fix_that_removes_a_field_empties_it_in_the_form(world: Any, operator_client: Client) -> None:
+    # gpu's taint is tolerated by no pod (LM163): its fix deletes the taints (merge patch null)
+    form = operator_client.get("/advisor/fix/nodepool/gpu/LM163/")
+    assert form.status_code == 200
+    assert form.context["editor"].formsets["taints"].initial == []
+    assert NodePool.objects.get(name="gpu").taints  # still saved as it was
