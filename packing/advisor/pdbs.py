@@ -1,6 +1,7 @@
 """PodDisruptionBudgets that block disruption for ever: minAvailable at or above the pods it selects (LM121),
 maxUnavailable 0 (LM122), a PDB that selects no pod (LM123), and one that selects the pods of several workloads
-(LM124). The first two pin every node their pods run on: evidence names those nodes and what they cost."""
+(LM124), and pods covered by several PDBs (LM125: the eviction API refuses to evict such a pod at all). LM121,
+LM122 and LM125 pin every node their pods run on: evidence names those nodes and what they cost."""
 
 from __future__ import annotations
 
@@ -36,7 +37,7 @@ def pdb_object(b: PodDisruptionBudget) -> str:
 
 class PdbCheck:
     family = "pdbs"
-    codes = ("LM121", "LM122", "LM123", "LM124")
+    codes = ("LM121", "LM122", "LM123", "LM124", "LM125")
 
     def findings(self, ctx: Context) -> list[Finding]:
         selected: dict[str, list[Pod]] = {}
@@ -74,7 +75,42 @@ class PdbCheck:
                 continue
             code, why = blocked
             out.append(self._pinning(ctx, b, code, why, pods))
+        out.extend(self._overlapping(ctx))
         return out
+
+    def _overlapping(self, ctx: Context) -> list[Finding]:
+        by_pdbs: dict[tuple[str, ...], list[Pod]] = {}
+        for p in ctx.pods:
+            keys = ctx.pdb_index.cover.get(p.key, ())
+            if len(keys) > 1:
+                by_pdbs.setdefault(tuple(sorted(keys)), []).append(p)
+        out = []
+        for keys, pods in sorted(by_pdbs.items()):
+            nodes, cost, unpriced = self._nodes(ctx, pods)
+            objects = tuple(f"poddisruptionbudget/{k}" for k in keys)
+            out.append(
+                Finding(
+                    "LM125",
+                    Severity.ERROR,
+                    f"{len(pods)} pods are covered by {len(keys)} PDBs ({', '.join(keys)}): none of them can be evicted",
+                    objects,
+                    {
+                        "pods": len(pods),
+                        "examples": sorted(p.key for p in pods)[:5],
+                        "pinned_nodes": nodes[:50],
+                        "pinned_cost_per_hour": round(cost, 6),
+                        "pinned_cost_per_month": round(cost * HOURS_PER_MONTH, 2),
+                        "unpriced_nodes": unpriced,
+                    },
+                )
+            )
+        return out
+
+    def _nodes(self, ctx: Context, pods: list[Pod]) -> tuple[list[str], float, int]:
+        """The nodes the pods run on, their $/h together and how many have no price."""
+        names = sorted({p.node_name for p in pods if p.node_name})
+        prices = [ctx.node_price(n) for n in ctx.inputs.nodes if n.name in names]
+        return names, sum(p for p in prices if p is not None), sum(1 for p in prices if p is None)
 
     def _blocks(self, b: PodDisruptionBudget, pods: int) -> tuple[str, str] | None:
         if b.max_unavailable is not None:
@@ -89,10 +125,7 @@ class PdbCheck:
         return None
 
     def _pinning(self, ctx: Context, b: PodDisruptionBudget, code: str, why: str, pods: list[Pod]) -> Finding:
-        node_names = sorted({p.node_name for p in pods if p.node_name})
-        nodes = [n for n in ctx.inputs.nodes if n.name in node_names]
-        prices = [ctx.node_price(n) for n in nodes]
-        cost = sum(p for p in prices if p is not None)
+        node_names, cost, unpriced = self._nodes(ctx, pods)
         key = f"{b.namespace}/{b.name}"
         manifest = ctx.manifests.get(("PodDisruptionBudget", b.namespace, b.name)) or {
             "apiVersion": "policy/v1",
@@ -112,7 +145,7 @@ class PdbCheck:
                 "pinned_nodes": node_names[:50],
                 "pinned_cost_per_hour": round(cost, 6),
                 "pinned_cost_per_month": round(cost * HOURS_PER_MONTH, 2),
-                "unpriced_nodes": sum(1 for p in prices if p is None),
+                "unpriced_nodes": unpriced,
             },
             None,
             make_fix("PodDisruptionBudget", key, manifest, ONE_AT_A_TIME),

@@ -38,3 +38,12 @@ def test_a_pdb_selecting_several_workloads():
     wide = text.replace("selector: {matchLabels: {app: web}}", "selector: {}")
     f = one(run(wide), "LM124")
     assert f.evidence["workloads"] == ["ReplicaSet/api", "ReplicaSet/web"]
+
+
+def test_pods_covered_by_several_pdbs_cannot_be_evicted():
+    text = NODES + PODS + pdb("a", "web", max_unavailable="1") + pdb("b", "web", max_unavailable="1")
+    f = one(run(text), "LM125")
+    assert f.objects == ("poddisruptionbudget/default/a", "poddisruptionbudget/default/b")
+    assert f.evidence["pods"] == 2 and f.evidence["pinned_nodes"] == ["n1", "n2"]
+    assert f.evidence["pinned_cost_per_hour"] == 0.384
+    assert "LM125" not in codes(run(NODES + PODS + pdb("a", "web", max_unavailable="1")))
