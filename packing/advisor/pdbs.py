@@ -81,11 +81,11 @@ class PdbCheck:
     def _overlapping(self, ctx: Context) -> list[Finding]:
         by_pdbs: dict[tuple[str, ...], list[Pod]] = {}
         for p in ctx.pods:
-            keys = ctx.pdb_index.cover.get(p.key, ())
-            if len(keys) > 1:
-                by_pdbs.setdefault(tuple(sorted(keys)), []).append(p)
+            covering = ctx.pdb_index.cover.get(p.key, [])
+            if len(covering) > 1:
+                by_pdbs.setdefault(tuple(sorted(covering)), []).append(p)
         out = []
-        for keys, pods in sorted(by_pdbs.items()):
+        for keys, pods in sorted(by_pdbs.items(), key=lambda kv: kv[0]):
             nodes, cost, unpriced = self._nodes(ctx, pods)
             objects = tuple(f"poddisruptionbudget/{k}" for k in keys)
             out.append(
