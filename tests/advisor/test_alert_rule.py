@@ -79,3 +79,11 @@ def test_the_kind_is_offered_and_shown() -> None:
     assert (AlertRule.ADVISOR, "New advisor finding") in AlertRule.KINDS
     r = AlertRule(kind=AlertRule.ADVISOR, threshold=Decimal(1))
     assert r.threshold_display == "≥ 1 finding, each new one sent"
+
+
+def test_end_to_end_over_the_simulated_cluster(world: Any, channel: Channel, slack: Any) -> None:
+    r = rule(channel)
+    assert services.evaluate_all(NOW) == 1
+    event = AlertEvent.objects.get(rule=r)
+    assert event.kind == AlertEvent.FIRED and "LM131 nodepool/general" in event.summary
+    assert services.evaluate_all(NOW + timedelta(minutes=1)) == 0   # nothing new, within the cooldown
