@@ -35,6 +35,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from packing import history, yamlinput  # history: the cluster's history and its file, for console/history
+from packing.advisor import Advice, Finding, Severity, advice_json, advise, merge_patch
+from packing.advisor import context_from_objects as advisor_context
+from packing.advisor.iam import Permission, PermissionStatus, iam_findings
+from packing.advisor.iam import preflight as iam_preflight
 from packing.bound import lower_bound
 from packing.buffers import (
     ACTIVE_CAPACITY,
@@ -119,6 +123,17 @@ __all__ = [
     "parse_windows",
     "pools_at",
     "history",
+    "Advice",
+    "Finding",
+    "Permission",
+    "PermissionStatus",
+    "Severity",
+    "advice_json",
+    "advise",
+    "advisor_context",
+    "iam_findings",
+    "iam_preflight",
+    "merge_patch",
     "ACTIVE_CAPACITY",
     "BUFFER_KIND",
     "BufferReport",

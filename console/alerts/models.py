@@ -73,6 +73,8 @@ class AlertRule(models.Model):
              (STUCK, "Stuck pods"), (INTERRUPTIONS, "Spot interruptions"), (STRANDED, "Stranded savings"),
              (UNUSABLE, "NodePool unusable"),
              (DRIFT, "Drifted nodes"), (LAUNCH_FAILURES, "NodeClaim launch failures")]
+    ADVISOR = "advisor_finding"
+    KINDS += [(ADVISOR, "New advisor finding")]
     METRICS = [("cost_per_hour", "cost per hour"), ("forecast", "month-end forecast"),
                ("cpu", "CPU"), ("memory", "memory")]
 

@@ -31,6 +31,7 @@ class Evaluation:
     change: str = "—"
     window: str = "—"
     details: list[str] = field(default_factory=list)
+    fresh: bool = False  # something new to tell (an advisor finding): sent at once, whatever the cooldown
 
 
 _money = units.money

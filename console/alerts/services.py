@@ -186,6 +186,10 @@ def evaluate_rule(rule: AlertRule, now: datetime) -> Evaluation:
         return fleet_health.evaluate_launch_failures(
             fleet_health.failures_between(pool, now - timedelta(hours=1), now), pods,
             selectors.latest_verdicts(p.key for p in pods), threshold=threshold, scope=scope)
+    if rule.kind == AlertRule.ADVISOR:
+        from console.advisor import services as advisor_services  # the advisor app builds on this one
+
+        return advisor_services.alert_evaluate(rule=rule, now=now)
     raise ValueError(f"unknown rule kind {rule.kind}")
 
 
@@ -210,7 +214,7 @@ def process_rule(rule: AlertRule, now: datetime, *, sleep: Callable[[float], Non
     AlertState.objects.filter(rule=rule).exclude(scope=ev.scope).delete()
     state, _ = AlertState.objects.get_or_create(rule=rule, scope=ev.scope)
     action = decide(firing_before=state.firing, last_sent_at=state.last_sent_at, condition=ev.firing, now=now,
-                    cooldown=timedelta(minutes=rule.cooldown_minutes))
+                    cooldown=timedelta(0) if ev.fresh else timedelta(minutes=rule.cooldown_minutes))
     state.last_value = ev.value[:100]
     if action is None:
         state.save()

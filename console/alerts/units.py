@@ -67,4 +67,6 @@ def rule_threshold(rule: Any) -> str:
         return f"> {percent(t)} of nodes drifted"
     if kind == AlertRule.LAUNCH_FAILURES:
         return f"> {count(t, 'failed launch', 'failed launches')} per hour"
+    if kind == AlertRule.ADVISOR:
+        return f"≥ {count(max(t, Decimal(1)), 'finding')}, each new one sent"
     return number(t, places=4)
