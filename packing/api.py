@@ -63,6 +63,7 @@ from packing.catalog import (
 )
 from packing.catalog.allocatable import VM_MEMORY_OVERHEAD_PERCENT
 from packing.catalog.snapshot import load_bundled
+from packing.commitments import Commitment, CommitmentKind
 from packing.cron import CronError, CronSchedule
 from packing.disruption import Action, Cluster, MinSavings, NotDisrupted, Report, consolidate, parse_time
 from packing.disruption.balanced import BALANCED, BALANCED_K
@@ -76,7 +77,7 @@ from packing.disruption.output import render_json as report_json
 from packing.documents import DEFAULT_MAX_INPUT_BYTES, ByteBudget
 from packing.durations import DurationError, format_duration, parse_duration
 from packing.fields import FieldError, InputError
-from packing.instancetype import InstanceType, Offering
+from packing.instancetype import CAPACITY_TYPE_RESERVED, InstanceType, Offering, Reservation, ReservationType
 from packing.kubeobjects import Inputs, add_object, expand_workloads, expansion_plan
 from packing.legacy import (  # legacy Karpenter objects as v1 (console import)
     LEGACY_KINDS,
@@ -118,6 +119,11 @@ from packing.taints import EFFECTS, Taint, first_untolerated
 from packing.yamlinput import brief, load_all, load_one
 
 __all__ = [
+    "CAPACITY_TYPE_RESERVED",
+    "Commitment",
+    "CommitmentKind",
+    "Reservation",
+    "ReservationType",
     "SCHEDULES_ANNOTATION",
     "OpenWindow",
     "parse_windows",

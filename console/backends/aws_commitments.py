@@ -27,7 +27,7 @@ from typing import Any
 
 from botocore.config import Config
 
-from packing.commitments import Commitment, CommitmentKind
+from packing.api import Commitment, CommitmentKind
 
 log = logging.getLogger(__name__)
 

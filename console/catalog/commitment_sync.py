@@ -10,8 +10,7 @@ import logging
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Protocol
 
-from packing.api import InstanceType
-from packing.commitments import Commitment
+from packing.api import Commitment, InstanceType
 
 log = logging.getLogger(__name__)
 

@@ -27,8 +27,7 @@ from console.backends.base import CapacityReservation, CloudProvider
 from console.control.models import CapacityReservationStatus
 from console.fleet.models import Decision, EC2NodeClass, NodeClaim
 from console.fleet.services import nodeclaims_mark_for_deletion
-from packing.api import InstanceType
-from packing.instancetype import CAPACITY_TYPE_RESERVED, Offering, Reservation, ReservationType
+from packing.api import CAPACITY_TYPE_RESERVED, InstanceType, Offering, Reservation, ReservationType
 
 log = logging.getLogger(__name__)
 
