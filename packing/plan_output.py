@@ -98,6 +98,8 @@ def render_json(res: Results, ignored: Sequence[IgnoredPod] = ()) -> dict[str, A
     }
     if res.buffers:
         doc["buffers"] = [b.json() for b in res.buffers]
+    if res.on_demand_share:
+        doc["on_demand_share"] = [r.json() for r in res.on_demand_share]
     return doc
 
 

@@ -15,6 +15,7 @@ from packing.fields import InputError
 from packing.instancetype import InstanceType
 from packing.kubeobjects import Inputs, expand_workloads, inflight_claims
 from packing.nodepool import ExistingNodeSpec
+from packing.ondemandshare import ShareBook, settle, split
 from packing.requirements import MinValuesPolicy
 from packing.scheduling.results import Results
 from packing.scheduling.scheduler import Scheduler
@@ -127,9 +128,11 @@ def plan(
         inp.daemonsets,
         min_values_policy=min_values_policy,
     )
+    # each workload's on-demand share (packing.ondemandshare): a rewrite of the pending pods' requirements
+    share = split(ShareBook(inp.on_demand_shares, inp.workloads), sched.nodepools, inp.pending, inp.running, nodes)
     if not resolved:
-        return sched.solve(inp.pending, lower_bound=lower_bound)
-    res = sched.solve([*inp.pending, *(p for r in resolved for p in r.pods)], lower_bound=lower_bound)
+        return settle(share, sched.solve(share.pods, lower_bound=lower_bound))
+    res = settle(share, sched.solve([*share.pods, *(p for r in resolved for p in r.pods)], lower_bound=lower_bound))
     res.buffers = buffer_reports(resolved, res, {n.name: n.allocatable for n in nodes})
     without_virtual(res, resolved)
     return res

@@ -18,6 +18,7 @@ from packing.taints import Taint
 
 if TYPE_CHECKING:
     from packing.buffers import BufferReport
+    from packing.ondemandshare import ShareRow
 
 __all__ = ["ExistingPlacement", "PlannedNodeClaim", "Results"]
 
@@ -64,6 +65,8 @@ class Results:
     unusable_nodepool_reasons: dict[str, Reason] = field(default_factory=dict)
     # what the input's CapacityBuffers reserved (packing.buffers.BufferReport), set by packing.planning.plan
     buffers: list[BufferReport] = field(default_factory=list)
+    # each workload's on-demand share after the plan (packing.ondemandshare.settle); empty when none has one
+    on_demand_share: list[ShareRow] = field(default_factory=list)
 
     @property
     def unschedulable(self) -> dict[str, list[tuple[str, str]]]:
