@@ -83,6 +83,8 @@ from packing.nodepool import (
     ExistingNodeSpec,
     NodePool,
 )
+from packing.ondemandshare import ShareRow as OnDemandShareRow
+from packing.ondemandshare import settle as settle_on_demand
 from packing.plan_output import nodeclaim_json, reason_json, unschedulable_json
 from packing.plan_output import render_json as plan_json
 from packing.planning import (
@@ -90,6 +92,8 @@ from packing.planning import (
     buffer_pods,
     builtin_catalog,
     existing_nodes,
+    on_demand_now,
+    on_demand_split,
     plan,
     resolve_catalog,
     skipped_notice,
@@ -115,6 +119,10 @@ __all__ = [
     "ScalableRef",
     "buffer_pods",
     "check_buffer",
+    "OnDemandShareRow",
+    "on_demand_now",
+    "on_demand_split",
+    "settle_on_demand",
     "is_buffer_pod",
     "without_buffer_pods",
     "occupied_share",

@@ -46,6 +46,7 @@ __all__ = [
     "allows_on_demand",
     "bind",
     "read_share",
+    "row",
     "settle",
     "split",
 ]
