@@ -83,7 +83,10 @@ from packing.nodepool import (
     ExistingNodeSpec,
     NodePool,
 )
+from packing.ondemandshare import BASE_ANNOTATION as ON_DEMAND_BASE_ANNOTATION
+from packing.ondemandshare import PERCENTAGE_ANNOTATION as ON_DEMAND_PERCENTAGE_ANNOTATION
 from packing.ondemandshare import ShareRow as OnDemandShareRow
+from packing.ondemandshare import read_share as read_on_demand_share
 from packing.ondemandshare import settle as settle_on_demand
 from packing.plan_output import nodeclaim_json, reason_json, unschedulable_json
 from packing.plan_output import render_json as plan_json
@@ -120,6 +123,9 @@ __all__ = [
     "buffer_pods",
     "check_buffer",
     "OnDemandShareRow",
+    "ON_DEMAND_BASE_ANNOTATION",
+    "ON_DEMAND_PERCENTAGE_ANNOTATION",
+    "read_on_demand_share",
     "on_demand_now",
     "on_demand_split",
     "settle_on_demand",
