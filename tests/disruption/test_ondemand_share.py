@@ -3,7 +3,7 @@ nodes than the contract requires is refused (category on-demand-share) naming th
 
 from __future__ import annotations
 
-from packing.disruption import NotDisruptedCategory, PodMeta, consolidate
+from packing.disruption import Cluster, NotDisruptedCategory, PodMeta, consolidate
 from packing.disruption.model import DO_NOT_DISRUPT
 from packing.ondemandshare import OnDemandShare
 from packing.pods import Pod
@@ -18,7 +18,7 @@ def _web(name: str, node_name: str) -> Pod:
     return bound_pod(name, node_name, "1", owner_kind="Deployment", owner_name="web")
 
 
-def _cluster(base: int | None):  # type: ignore[no-untyped-def]
+def _cluster(base: int | None) -> Cluster:
     # od-1 (on-demand) holds two web pods that fit in the free room of spot-1, which do-not-disrupt keeps
     pods = [_web("web-1", "od-1"), _web("web-2", "od-1"), _web("web-3", "spot-1"), bound_pod("pinned", "spot-1", "1")]
     c = cluster([node("od-1", M4), node("spot-1", M4, ct="spot")], pods,
