@@ -57,6 +57,9 @@ MAX_BASE = 2**31 - 1
 # keys of Inputs.on_demand_shares: (kind, namespace, name); a NodePool's namespace is ""
 POD_KIND = "Pod"
 NODEPOOL_KIND = "NodePool"
+# owners whose pods no share binds: a DaemonSet's and a static pod's run where they must, a CapacityBuffer's are
+# virtual (packing.buffers)
+_NOT_WORKLOADS = frozenset({"DaemonSet", "Node", "CapacityBuffer"})
 _SPOT_PREFERENCE = (1, Requirements([Requirement.new(CAPACITY_TYPE_LABEL, "In", [CAPACITY_TYPE_SPOT])]))
 
 
@@ -176,7 +179,7 @@ class ShareBook:
         """The workload a pod belongs to, by its owner: a ReplicaSet's pods are their Deployment's (the
         ReplicaSet's ownerReference when it is in the input, else the pod-template-hash suffix of its name)."""
         kind, name = p.owner_kind, p.owner_name
-        if not kind or not name or kind in ("DaemonSet", "Node"):
+        if not kind or not name or kind in _NOT_WORKLOADS:
             return None
         if kind == "ReplicaSet":
             dep = self.rs_owners.get((p.namespace, name))
