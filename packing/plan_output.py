@@ -138,6 +138,12 @@ def render_text(res: Results, out: TextIO, ignored: Sequence[IgnoredPod] = ()) -
             w(f"  {pod}\n")
             for np_, why in reasons:
                 w(f"    - nodepool {np_}: {why}\n" if np_ else f"    - {why}\n")
+    if res.on_demand_share:
+        w("On-demand share:\n")
+        for r in res.on_demand_share:
+            left = f", {r.unschedulable} unschedulable" if r.unschedulable else ""
+            w(f"  {r.workload} ({r.source}: base {r.base}, {r.percentage}%): {r.required} of {r.replicas} required on "
+              f"on-demand; {r.on_demand} on-demand, {r.spot} spot{left}\n")
     if ignored:
         w("Not provisioned for (ignored):\n")
         for i in ignored_json(ignored):

@@ -206,3 +206,12 @@ def test_plan_json_has_the_share_rows_at_top_level() -> None:
     assert [(r["workload"], r["required"], r["on_demand"], r["spot"]) for r in doc["on_demand_share"]] == [
         ("Deployment default/web", 4, 4, 6)
     ]
+
+
+def test_plan_text_lists_each_workloads_share(tmp_path: Path) -> None:
+    f = tmp_path / "in.yaml"
+    f.write_text(_pool() + _deployment(annotations=SHARE))
+    out = io.StringIO()
+    assert main([str(f), "--output", "text"], stdout=out, stderr=io.StringIO()) == 0
+    assert ("On-demand share:\n  Deployment default/web (Deployment default/web: base 2, 20%): 4 of 10 required on "
+            "on-demand; 4 on-demand, 6 spot\n") in out.getvalue()
