@@ -117,3 +117,18 @@ def test_the_pool_page_shows_each_workloads_split_now(viewer_client: Client, nod
     assert "On-demand share" in page and "StatefulSet shop/web" in page
     # 5 replicas: 1, then 50% of 4 = 2: 3 required, none running yet, all 5 pending
     assert "<td>nodepool general: base 1, 50%</td><td>5</td><td>3</td><td>0</td><td>0</td><td>5</td>" in page
+
+
+def test_the_api_takes_the_two_fields_and_answers_400_naming_a_bad_one(operator: User, nodeclass: EC2NodeClass) -> None:
+    from rest_framework.test import APIClient
+
+    client = APIClient()
+    client.force_login(operator)
+    good = {"name": "api-pool", "on_demand_base": "2", "on_demand_percentage": "20"}
+    response = client.post("/api/nodepools/", good, format="json")
+    assert response.status_code == 201, response.content
+    assert (response.json()["on_demand_base"], response.json()["on_demand_percentage"]) == ("2", "20")
+    response = client.post("/api/nodepools/", {"name": "bad-pool", "on_demand_percentage": "101"}, format="json")
+    assert response.status_code == 400
+    assert "at most 100" in str(response.json()["on_demand_percentage"])
+    assert not NodePool.objects.filter(name="bad-pool").exists()
