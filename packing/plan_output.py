@@ -140,10 +140,10 @@ def render_text(res: Results, out: TextIO, ignored: Sequence[IgnoredPod] = ()) -
                 w(f"    - nodepool {np_}: {why}\n" if np_ else f"    - {why}\n")
     if res.on_demand_share:
         w("On-demand share:\n")
-        for r in res.on_demand_share:
-            left = f", {r.unschedulable} unschedulable" if r.unschedulable else ""
-            w(f"  {r.workload} ({r.source}: base {r.base}, {r.percentage}%): {r.required} of {r.replicas} required on "
-              f"on-demand; {r.on_demand} on-demand, {r.spot} spot{left}\n")
+        for share in res.on_demand_share:
+            left = f", {share.unschedulable} unschedulable" if share.unschedulable else ""
+            w(f"  {share.workload} ({share.source}: base {share.base}, {share.percentage}%): {share.required} of "
+              f"{share.replicas} required on on-demand; {share.on_demand} on-demand, {share.spot} spot{left}\n")
     if ignored:
         w("Not provisioned for (ignored):\n")
         for i in ignored_json(ignored):
