@@ -94,6 +94,11 @@ from packing.nodepool import (
     ExistingNodeSpec,
     NodePool,
 )
+from packing.ondemandshare import BASE_ANNOTATION as ON_DEMAND_BASE_ANNOTATION
+from packing.ondemandshare import PERCENTAGE_ANNOTATION as ON_DEMAND_PERCENTAGE_ANNOTATION
+from packing.ondemandshare import ShareRow as OnDemandShareRow
+from packing.ondemandshare import read_share as read_on_demand_share
+from packing.ondemandshare import settle as settle_on_demand
 from packing.plan_output import nodeclaim_json, reason_json, unschedulable_json
 from packing.plan_output import render_json as plan_json
 from packing.planning import (
@@ -101,6 +106,8 @@ from packing.planning import (
     buffer_pods,
     builtin_catalog,
     existing_nodes,
+    on_demand_now,
+    on_demand_split,
     plan,
     resolve_catalog,
     skipped_notice,
@@ -148,6 +155,13 @@ __all__ = [
     "ScalableRef",
     "buffer_pods",
     "check_buffer",
+    "OnDemandShareRow",
+    "ON_DEMAND_BASE_ANNOTATION",
+    "ON_DEMAND_PERCENTAGE_ANNOTATION",
+    "read_on_demand_share",
+    "on_demand_now",
+    "on_demand_split",
+    "settle_on_demand",
     "is_buffer_pod",
     "without_buffer_pods",
     "occupied_share",

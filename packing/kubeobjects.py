@@ -54,6 +54,7 @@ from packing.nodepool import (
     NodePool,
     PodDisruptionBudget,
 )
+from packing.ondemandshare import NODEPOOL_KIND, POD_KIND, OnDemandShare, note_object, workload_key
 from packing.pods import (
     NAMESPACE_NAME_LABEL,
     SELECTS_NOTHING,
@@ -152,6 +153,9 @@ class Inputs:
     expanded: bool = False  # expand_workloads has run (it runs once)
     # one notice per legacy Karpenter object read as its v1 successors (packing.legacy), printed on stderr
     converted: list[str] = field(default_factory=list)
+    # the on-demand shares asked for (packing.ondemandshare), by (kind, namespace, name): NodePools ("" namespace),
+    # workloads, and pods whose template carried the annotations
+    on_demand_shares: dict[tuple[str, str, str], OnDemandShare] = field(default_factory=dict)
 
     @property
     def skipped_total(self) -> int:
@@ -208,6 +212,7 @@ def _pod(doc: Mapping[str, Any], out: Inputs, where: str) -> None:
     meta, name, ns = _meta(doc)
     spec = as_object(doc.get("spec"), "spec")
     pod = parse_pod_spec(meta, spec, "", name=name, namespace=ns)
+    note_object(out.on_demand_shares, (POD_KIND, ns, name), (meta.get("annotations"), "metadata.annotations"))
     gates = scheduling_gates(spec.get("schedulingGates"), "spec.schedulingGates")
     status = as_object(doc.get("status"), "status")
     if status.get("phase") in ("Succeeded", "Failed"):
@@ -318,6 +323,7 @@ def _nodepool(doc: Mapping[str, Any], out: Inputs, where: str) -> None:
     limits = quantities(spec.get("limits"), "spec.limits") if spec.get("limits") is not None else None
     ref = as_object(tspec.get("nodeClassRef"), "spec.template.spec.nodeClassRef")
     replicas = None if spec.get("replicas") is None else as_int(spec["replicas"], "spec.replicas", 0, lo=0, hi=INT64_MAX)
+    note_object(out.on_demand_shares, (NODEPOOL_KIND, "", name), (meta.get("annotations"), "metadata.annotations"))
     if replicas is not None:
         # the CRD's CEL rules on a static NodePool
         other = sorted(set(limits or {}) - STATIC_LIMIT_KEYS)
@@ -413,6 +419,10 @@ def _workload(doc: Mapping[str, Any], out: Inputs, where: str) -> None:
     owners = as_list(meta.get("ownerReferences"), "metadata.ownerReferences")
     first = as_object(owners[0], "metadata.ownerReferences[0]") if owners else {}
     owner = (str(first.get("kind", "")), str(first.get("name", ""))) if first else None
+    tmeta = as_object(as_object(spec.get("template"), "spec.template").get("metadata"), "spec.template.metadata")
+    note_object(out.on_demand_shares, workload_key(kind, ns, name, owner),
+                (tmeta.get("annotations"), "spec.template.metadata.annotations"),
+                (meta.get("annotations"), "metadata.annotations"))
     out.workloads.append(Workload(kind, ns, name, replicas, sel, pod, owner, where, gates))
 
 

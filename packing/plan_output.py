@@ -102,6 +102,8 @@ def render_json(res: Results, ignored: Sequence[IgnoredPod] = ()) -> dict[str, A
     if res.schedules:
         # only when a NodePool's clock-policy window was open at the plan's time (packing.poolschedule)
         doc["schedules"] = [w.as_json() for w in res.schedules]
+    if res.on_demand_share:
+        doc["on_demand_share"] = [r.json() for r in res.on_demand_share]
     return doc
 
 
@@ -144,6 +146,12 @@ def render_text(res: Results, out: TextIO, ignored: Sequence[IgnoredPod] = ()) -
         w("Clock-policy windows in force:\n")
         for line in describe_windows(res.schedules):
             w(f"  {line}\n")
+    if res.on_demand_share:
+        w("On-demand share:\n")
+        for share in res.on_demand_share:
+            left = f", {share.unschedulable} unschedulable" if share.unschedulable else ""
+            w(f"  {share.workload} ({share.source}: base {share.base}, {share.percentage}%): {share.required} of "
+              f"{share.replicas} required on on-demand; {share.on_demand} on-demand, {share.spot} spot{left}\n")
     if ignored:
         w("Not provisioned for (ignored):\n")
         for i in ignored_json(ignored):

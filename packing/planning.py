@@ -15,7 +15,8 @@ from packing.catalog import load_builtin
 from packing.fields import InputError
 from packing.instancetype import InstanceType
 from packing.kubeobjects import Inputs, expand_workloads, inflight_claims
-from packing.nodepool import ExistingNodeSpec
+from packing.nodepool import CAPACITY_TYPE_LABEL, ExistingNodeSpec
+from packing.ondemandshare import ShareBook, ShareRow, Split, bind, row, settle, split
 from packing.poolschedule import pools_at
 from packing.requirements import MinValuesPolicy
 from packing.scheduling.results import Results
@@ -26,6 +27,8 @@ __all__ = [
     "buffer_pods",
     "builtin_catalog",
     "existing_nodes",
+    "on_demand_now",
+    "on_demand_split",
     "plan",
     "resolve_catalog",
     "skipped_notice",
@@ -105,6 +108,32 @@ def buffer_pods(inp: Inputs) -> list[ResolvedBuffer]:
     return resolve_buffers(inp.buffers, inp.pod_templates, inp.workloads, [*inp.running, *inp.pending])
 
 
+def on_demand_split(inp: Inputs, sched: Scheduler) -> Split:
+    """The pending pods of `inp` rewritten to keep each workload's on-demand share (packing.ondemandshare.split),
+    counting the pods running on the scheduler's existing nodes; solve Split.pods, then `settle` the results."""
+    return split(
+        ShareBook(inp.on_demand_shares, inp.workloads), sched.nodepools, inp.pending, inp.running, sched.existing_nodes
+    )
+
+
+def on_demand_now(inp: Inputs) -> list[ShareRow]:
+    """Each workload's on-demand share as the cluster runs now (workloads without pods expanded first): its
+    replicas, how many the contract requires on on-demand, and how many run on on-demand and on spot nodes
+    (ShareRow.unschedulable: those still pending)."""
+    expand_workloads(inp)
+    bound = bind(ShareBook(inp.on_demand_shares, inp.workloads), inp.nodepools, [*inp.running, *inp.pending])
+    types = {n.name: n.labels.get(CAPACITY_TYPE_LABEL, "") for n in inp.nodes}
+    counts: dict[str, dict[str, int]] = {}
+    for p in (*inp.running, *inp.pending):
+        w = bound.of.get(p.key)
+        if w is not None:
+            ct = types.get(p.node_name, "") if p.node_name else "pending"
+            by = counts.setdefault(str(w), {})
+            by[ct] = by.get(ct, 0) + 1
+    return [row(c, counts.get(str(w), {}), counts.get(str(w), {}).get("pending", 0))
+            for w, c in sorted(bound.contracts.items())]
+
+
 def plan(
     inp: Inputs,
     catalog: Sequence[InstanceType],
@@ -136,11 +165,13 @@ def plan(
         inp.daemonsets,
         min_values_policy=min_values_policy,
     )
+    # each workload's on-demand share (packing.ondemandshare): a rewrite of the pending pods' requirements
+    share = on_demand_split(inp, sched)
     if not resolved:
-        res = sched.solve(inp.pending, lower_bound=lower_bound)
+        res = settle(share, sched.solve(share.pods, lower_bound=lower_bound))
         res.schedules = opened
         return res
-    res = sched.solve([*inp.pending, *(p for r in resolved for p in r.pods)], lower_bound=lower_bound)
+    res = settle(share, sched.solve([*share.pods, *(p for r in resolved for p in r.pods)], lower_bound=lower_bound))
     res.buffers = buffer_reports(resolved, res, {n.name: n.allocatable for n in nodes})
     without_virtual(res, resolved)
     res.schedules = opened

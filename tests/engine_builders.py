@@ -16,6 +16,7 @@ from datetime import UTC, datetime, timedelta
 from packing.disruption import Budget, Cluster, DisruptionSettings, NodeInfo, PodMeta
 from packing.instancetype import InstanceType, Offering
 from packing.nodepool import ExistingNodeSpec, NodePool, PodDisruptionBudget
+from packing.ondemandshare import OnDemandShare, ShareBook, bind
 from packing.pods import LabelSelector, Pod, PodAffinityTerm, TopologySpread
 from packing.requirements import Requirement, Requirements
 from packing.resources import Resources
@@ -287,3 +288,10 @@ def where(r: Results, name: str) -> str:
         if any(p.name == name for p in e.pods):
             return e.name
     raise AssertionError(f"{name} not placed: {r.unschedulable}")
+
+
+def with_on_demand_shares(c: Cluster, shares: Mapping[tuple[str, str, str], OnDemandShare]) -> Cluster:
+    """The cluster with on-demand shares (packing.ondemandshare) keyed (kind, namespace, name): ("Deployment",
+    "default", "web") binds the pods owned by Deployment web; ("NodePool", "", "default") the pool's."""
+    book = ShareBook(shares)
+    return dataclasses.replace(c, on_demand=bind(book, c.nodepools, [*c.running, *c.pending]))

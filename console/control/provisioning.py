@@ -185,10 +185,11 @@ def _solve(inputs: Inputs, catalog: Sequence[InstanceType], pools: Sequence[Engi
     sched = Scheduler(pools, catalog, api.existing_nodes(inputs, catalog), inputs.running, inputs.daemonsets,
                       min_values_policy=api.MinValuesPolicy(settings.LOADMASTER_MIN_VALUES_POLICY))
     buffers = api.buffer_pods(inputs)
+    share = api.on_demand_split(inputs, sched)  # each workload's on-demand share kept (packing.ondemandshare)
     if not buffers:
-        return sched.solve(inputs.pending), sched
+        return api.settle_on_demand(share, sched.solve(share.pods)), sched
     # the buffers' virtual pods are solved with the pending pods, then are not counted as the cluster's pods
-    results = sched.solve([*inputs.pending, *(p for b in buffers for p in b.pods)])
+    results = api.settle_on_demand(share, sched.solve([*share.pods, *(p for b in buffers for p in b.pods)]))
     api.without_buffer_pods(results, buffers)
     return results, sched
 

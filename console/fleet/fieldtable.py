@@ -32,6 +32,8 @@ from packing.api import (
     CONSOLIDATE_AFTER_DEFAULT,
     CONSOLIDATION_POLICY_DEFAULT,
     EXPIRE_AFTER_DEFAULT,
+    ON_DEMAND_BASE_ANNOTATION,
+    ON_DEMAND_PERCENTAGE_ANNOTATION,
 )
 
 NAME_MAX_LENGTH = 63  # a Kubernetes object name as Karpenter's CRDs cap it
@@ -155,6 +157,18 @@ NODEPOOL_FIELDS: tuple[FieldSpec, ...] = (
     FieldSpec("name", ("metadata", "name"), Kind.NAME, "Name", Widget.TEXT, required=True, export_empty=True,
               help="Becomes the karpenter.sh/nodepool label; cannot change later."),
     *_metadata_fields(),
+    # Loadmaster's on-demand share (docs/engine.md): two annotations of the NodePool, each edited on its own and
+    # taken out of the annotations above on import (manifests.py), so they export and import back unchanged.
+    FieldSpec("on_demand_base", ("metadata", "annotations", ON_DEMAND_BASE_ANNOTATION), Kind.STRING,
+              "On-demand base", Widget.TEXT, default="",
+              help="Replicas of each workload this pool serves that run on on-demand nodes first (e.g. 2); "
+                   "the rest prefer spot.",
+              api_help=f"metadata.annotations[{ON_DEMAND_BASE_ANNOTATION}]: an integer, 0 or more, as a string."),
+    FieldSpec("on_demand_percentage", ("metadata", "annotations", ON_DEMAND_PERCENTAGE_ANNOTATION), Kind.STRING,
+              "On-demand percentage", Widget.TEXT, default="",
+              help="Of the replicas above the base, this percentage (0-100, rounded up) on on-demand.",
+              api_help=f"metadata.annotations[{ON_DEMAND_PERCENTAGE_ANNOTATION}]: an integer from 0 to 100, as a "
+                       "string."),
     FieldSpec("template_labels", ("spec", "template", "metadata", "labels"), Kind.STRING_MAP, "Node labels",
               Widget.KEY_VALUES, default={}),
     FieldSpec("template_annotations", ("spec", "template", "metadata", "annotations"), Kind.STRING_MAP,

@@ -320,6 +320,12 @@ def fields_from_manifest(doc: Mapping[str, Any]) -> tuple[dict[str, Any], list[t
             continue
         values[field] = copy.deepcopy(value)
 
+    # a field kept inside another field's mapping (an annotation edited on its own) is taken out of that mapping
+    for spec in specs.values():
+        for parent in specs.values():
+            if parent.path == spec.path[:-1] and isinstance(values.get(parent.name), dict):
+                values[parent.name].pop(spec.path[-1], None)
+
     if nodepool:
         found, disruption, _ = _get(doc, ("spec", "disruption"))
         if found and isinstance(disruption, Mapping) and disruption.get("consolidateAfter") is None:

@@ -47,6 +47,9 @@ class NodePool(models.Model):
     name = models.CharField(max_length=63, unique=True)
     metadata_labels = models.JSONField(default=dict, blank=True)       # the NodePool's own, not its nodes'
     metadata_annotations = models.JSONField(default=dict, blank=True)
+    # metadata.annotations loadmaster.dev/on-demand-base and -percentage (packing.ondemandshare): "" when not set
+    on_demand_base = models.CharField(max_length=20, blank=True, default="")
+    on_demand_percentage = models.CharField(max_length=20, blank=True, default="")
     template_labels = models.JSONField(default=dict, blank=True)
     template_annotations = models.JSONField(default=dict, blank=True)
     taints = models.JSONField(default=list, blank=True)

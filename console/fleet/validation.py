@@ -20,6 +20,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from packing.api import (
+    ON_DEMAND_BASE_ANNOTATION,
+    ON_DEMAND_PERCENTAGE_ANNOTATION,
     SCHEDULES_ANNOTATION,
     CronError,
     CronSchedule,
@@ -29,6 +31,7 @@ from packing.api import (
     parse_duration,
     parse_quantity,
     parse_windows,
+    read_on_demand_share,
 )
 
 OPERATORS = ("In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt", "Gte", "Lte")
@@ -284,6 +287,32 @@ def check_object_metadata(labels: Any, annotations: Any) -> list[FieldIssue]:
         if size > TOTAL_ANNOTATION_SIZE_LIMIT:
             found.append(FieldIssue("metadata_annotations", "", f"annotations may not be larger than "
                                                                  f"{TOTAL_ANNOTATION_SIZE_LIMIT} bytes ({size} given)"))
+    return found
+
+
+ON_DEMAND_FIELDS = (("on_demand_base", ON_DEMAND_BASE_ANNOTATION), ("on_demand_percentage", ON_DEMAND_PERCENTAGE_ANNOTATION))
+
+
+def check_on_demand_share(data: Mapping[str, Any]) -> list[FieldIssue]:
+    """The on-demand share annotations, each in its own field: the engine's own reading of them (an integer, not
+    negative, a percentage at most 100), and not also among the other annotations (one place, one value)."""
+    found: list[FieldIssue] = []
+    for field, key in ON_DEMAND_FIELDS:
+        value = data.get(field)
+        if value is None or value == "":
+            continue
+        if not isinstance(value, str):
+            found.append(FieldIssue(field, "", f"{value!r} must be a string such as \"2\""))
+            continue
+        try:
+            read_on_demand_share({key: value}, key)
+        except FieldError as exc:
+            found.append(FieldIssue(field, "", exc.message))
+    annotations = data.get("metadata_annotations")
+    if isinstance(annotations, Mapping):
+        for field, key in ON_DEMAND_FIELDS:
+            if key in annotations:
+                found.append(FieldIssue("metadata_annotations", "", f"{key} has its own field ({field}): set it there"))
     return found
 
 
@@ -552,6 +581,7 @@ def check_nodepool(data: Mapping[str, Any], *, before: Mapping[str, Any] | None 
     if problem:
         found.append(FieldIssue("name", "", problem))
     found += check_object_metadata(data.get("metadata_labels"), data.get("metadata_annotations"))
+    found += check_on_demand_share(data)
     found += check_labels("template_labels", data.get("template_labels"), template=True)
     found += check_annotations("template_annotations", data.get("template_annotations"))
     found += check_taints("taints", data.get("taints"))

@@ -16,6 +16,7 @@ from django.utils import timezone
 from django.views import View
 
 from console.access import require_operator
+from console.backends.factory import cluster_backend
 from console.buffers import selectors as buffer_selectors
 from console.fleet import fieldtable, selectors, services
 from console.fleet.filters import (
@@ -70,6 +71,7 @@ def nodepool_detail(request: HttpRequest, name: str, *, scale_form: ScaleForm | 
         "pool": pool, "scale_form": scale_form, "windows": windows, "windows_problem": windows_problem,
         "spec_rows": fieldtable.detail_rows(fieldtable.NODEPOOL_FIELDS, pool.field_values()),
         "usage": selectors.nodepool_usage(nodepool=pool),
+        "on_demand_share": selectors.nodepool_on_demand_share(nodepool=pool, cluster=cluster_backend()),
         "manifest": services.karpenter_export([pool]),
         "nodeclaims": NodeClaim.objects.active().filter(nodepool_name=pool.name)[:100],
         "decisions": selectors.recent_decisions(nodepool_name=pool.name),

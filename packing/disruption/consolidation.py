@@ -12,6 +12,7 @@ from collections.abc import Iterable, Sequence
 
 from packing.disruption.formatting import money
 from packing.disruption.model import EPS, CheapestOption, NotDisruptedCategory
+from packing.disruption.ondemand import on_demand_refusal
 from packing.disruption.refusals import (
     Refusal,
     below_min_savings,
@@ -120,6 +121,9 @@ def judge(run: RunState, names: Sequence[str], wi: WhatIf, *, honour_min_savings
     cost = run.cost(names)
     if wi.failure is not None:
         return wi.failure, 0.0, {}, ""
+    refused_share = on_demand_refusal(run, names, wi)
+    if refused_share is not None:
+        return refused_share, 0.0, {}, ""
     if len(wi.claims) > 1:
         return needs_several_nodes(len(wi.claims)), 0.0, {}, ""
     options: dict[str, list[str]] = {}

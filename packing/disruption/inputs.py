@@ -35,6 +35,7 @@ from packing.kubeobjects import (
     parse_documents,
 )
 from packing.nodepool import BUDGET_NODES_DEFAULT, CONSOLIDATION_POLICIES
+from packing.ondemandshare import ShareBook, bind
 from packing.yamlinput import brief
 
 __all__ = ["Extras", "build_cluster", "parse_texts", "read_extras", "read_files"]
@@ -215,4 +216,5 @@ def build_cluster(inp: Inputs, ex: Extras, catalog: Sequence[InstanceType]) -> C
         pdb_null_selector=set(ex.pdb_null),
         inflight=inflight,
         buffers=resolved,
+        on_demand=bind(ShareBook(inp.on_demand_shares, inp.workloads), inp.nodepools, pods),
     )

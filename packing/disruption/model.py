@@ -29,6 +29,7 @@ from packing.nodepool import (
     NodePool,
     PodDisruptionBudget,
 )
+from packing.ondemandshare import Bound
 from packing.pods import Pod
 from packing.poolschedule import OpenWindow
 from packing.requirements import MinValuesPolicy
@@ -167,6 +168,8 @@ class Cluster:
     min_values_policy: MinValuesPolicy = MinValuesPolicy.STRICT
     # the input's CapacityBuffers as resolved (packing.buffers): their virtual pods are among `pending`
     buffers: list[ResolvedBuffer] = field(default_factory=list)
+    # the workloads' on-demand shares (packing.ondemandshare): no move may leave one below its share
+    on_demand: Bound = field(default_factory=Bound)
 
     def settings_for(self, pool: str) -> DisruptionSettings:
         return self.settings.get(pool, DisruptionSettings())
@@ -231,6 +234,8 @@ class NotDisruptedCategory(StrEnum):
     BELOW_MIN_SAVINGS = "below-min-savings"  # the move saves less than --min-savings
     # consolidationPolicy Balanced: the move's score is below 1/k (NotDisrupted.score says by how much)
     BELOW_SCORE_THRESHOLD = "below-score-threshold"
+    # the move would leave a workload with fewer on-demand replicas than its on-demand share (packing.ondemandshare)
+    ON_DEMAND_SHARE = "on-demand-share"
     NO_CHEAPER_ARRANGEMENT = "no-cheaper-arrangement"  # no method found a move that saves
     NOT_EVALUATED = "not-evaluated"  # the simulation limit was reached first
     OTHER = "other"  # a record built outside the engine without a category (the engine always gives one)

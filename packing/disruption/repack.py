@@ -25,6 +25,7 @@ from packing.disruption.firstfit import first_fit
 from packing.disruption.formatting import money
 from packing.disruption.method import Method
 from packing.disruption.model import EPS, NotDisruptedCategory
+from packing.disruption.ondemand import on_demand_refusal
 from packing.disruption.refusals import Refusal
 from packing.disruption.simulation import WhatIf
 from packing.disruption.state import Fact, RunState
@@ -242,6 +243,9 @@ class Repack:
         cost = run.cost(names)
         if wi.failure is not None:
             return wi.failure, 0.0, {}, ""
+        refused_share = on_demand_refusal(run, names, wi)
+        if refused_share is not None:
+            return refused_share, 0.0, {}, ""
         if not wi.claims:
             return Refusal("no new node planned", NotDisruptedCategory.NO_SAVING), 0.0, {}, ""
         need = self.need(cost)

@@ -105,6 +105,9 @@ class ReasonKind(StrEnum):
     # a static NodePool (spec.replicas) that the pod would suit: it keeps a fixed number of nodes and launches none
     # for pending pods; replicas
     STATIC_NODEPOOL = "static_nodepool"
+    # the pod is one of those a workload's on-demand share (packing.ondemandshare) puts on on-demand capacity;
+    # nodepool "", detail workload, source, base, percentage, replicas, required, on_demand_running, nodepool
+    ON_DEMAND_SHARE = "on_demand_share"
 
 
 class UnusableCause(StrEnum):

@@ -18,6 +18,7 @@ from packing.taints import Taint
 
 if TYPE_CHECKING:
     from packing.buffers import BufferReport
+    from packing.ondemandshare import ShareRow
     from packing.poolschedule import OpenWindow
 
 __all__ = ["ExistingPlacement", "PlannedNodeClaim", "Results"]
@@ -68,6 +69,8 @@ class Results:
     # the NodePools' clock-policy windows open at the plan's time (packing.poolschedule.OpenWindow), set by
     # packing.planning.plan: their limits and replicas were in force for it
     schedules: list[OpenWindow] = field(default_factory=list)
+    # each workload's on-demand share after the plan (packing.ondemandshare.settle); empty when none has one
+    on_demand_share: list[ShareRow] = field(default_factory=list)
 
     @property
     def unschedulable(self) -> dict[str, list[tuple[str, str]]]:

@@ -59,6 +59,7 @@ WORDS: dict[NotDisruptedCategory, str] = {
     Category.NO_SAVING: r"no saving: ",
     Category.BELOW_MIN_SAVINGS: r"is below --min-savings ",
     Category.BELOW_SCORE_THRESHOLD: r"^Balanced consolidation, .*: score \d+\.\d\d < threshold 0\.50 ",
+    Category.ON_DEMAND_SHARE: r"the on-demand share of \S+ \S+ .* needs \d+ of its \d+ replicas on on-demand nodes; the move would leave \d+ \(now \d+\)$",
     Category.NO_CHEAPER_ARRANGEMENT: r"^no cheaper arrangement of its pods was found$",
     Category.NOT_EVALUATED: r"^not evaluated: the simulation limit was reached$",
 }

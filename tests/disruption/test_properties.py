@@ -24,6 +24,7 @@ from packing.disruption.budgets import budget_limit
 from packing.disruption.engine import REPACK_MIN_DOLLARS, REPACK_MIN_FRACTION
 from packing.disruption.model import BLOCKED_BY, BUDGET_REASONS, DO_NOT_DISRUPT
 from packing.nodepool import HOSTNAME_LABEL, ExistingNodeSpec, NodePool, PodDisruptionBudget
+from packing.ondemandshare import OnDemandShare
 from packing.pods import HostPort, Pod, PodAffinityTerm
 from packing.requirements import Requirement, Requirements
 from packing.resources import Resources
@@ -43,6 +44,7 @@ from tests.engine_builders import (
     small_catalog_type,
     spread,
     term,
+    with_on_demand_shares,
 )
 from tests.engine_builders import sel as sel_app
 
@@ -455,3 +457,31 @@ def test_static_pools_are_never_consolidated(case: tuple[Cluster, Any], data: st
             assert from_static == []
         if a.reason not in ("drifted", "expired"):
             assert not any(pool_of.get(n) in static for n in a.nodes)
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.one_of(clusters(heavy=True), clusters(heavy=True, plain=True)), st.data())
+def test_consolidation_never_leaves_a_workload_below_its_on_demand_share(case: tuple[Cluster, Any], data: st.DataObject) -> None:
+    """After every action, each workload with an on-demand share has at least its required replicas on on-demand
+    nodes, or, if it had fewer before the action, no fewer than before (consolidation never lowers a short one)."""
+    c, at = case
+    owned = [dataclasses.replace(p, owner_kind="Deployment", owner_name=p.labels["app"]) if "app" in p.labels else p
+             for p in (*c.running, *c.pending)]
+    c = dataclasses.replace(c, running=[p for p in owned if p.node_name], pending=[p for p in owned if not p.node_name])
+    shares = {("Deployment", "default", app): OnDemandShare(data.draw(st.integers(0, 3)), data.draw(st.sampled_from([0, 30, 100])))
+              for app in data.draw(st.lists(st.sampled_from(["web", "api", "db"]), unique=True, min_size=1))}
+    c = with_on_demand_shares(c, shares)
+    report = consolidate(c, at)
+    ct = {n.name: n.spec.labels.get(CT, "") for n in c.nodes}
+    where = {p.key: p.node_name for p in c.running}
+
+    def on_demand(w: Any) -> int:
+        return sum(1 for k, n in where.items() if c.on_demand.of.get(k) == w and ct.get(n) == "on-demand")
+
+    for a in report.actions:
+        before = {w: on_demand(w) for w in c.on_demand.contracts}
+        for r in a.replacements:
+            ct[r["name"]] = r["capacity_type"]
+        where.update(a.moves)
+        for w, contract in c.on_demand.contracts.items():
+            assert on_demand(w) >= min(contract.required, before[w]), (a, w, contract)

@@ -197,6 +197,7 @@ def test_a_full_object_saves_exports_and_imports_unchanged() -> None:
     pool = services.nodepool_create(values={
         "name": "general", "template_labels": {"team": "a"}, "template_annotations": {"note": "x"},
         "metadata_labels": {"example.com/tier": "gold"}, "metadata_annotations": {"kubernetes.io/description": "x y"},
+            "on_demand_base": "2", "on_demand_percentage": "20",
         "node_class_name": "default", "taints": [{"key": "t", "value": "v", "effect": "NoSchedule"}],
         "startup_taints": [{"key": "s", "effect": "NoExecute"}],
         "requirements": [{"key": "karpenter.sh/capacity-type", "operator": "In", "values": ["spot"]}],

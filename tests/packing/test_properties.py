@@ -10,9 +10,11 @@ from hypothesis import strategies as st
 
 from packing.instancetype import InstanceType
 from packing.nodepool import DaemonSet, ExistingNodeSpec, NodePool
+from packing.ondemandshare import OnDemandShare, ShareBook, settle, split
 from packing.pods import HostPort, LabelSelector, Pod, TopologySpread
 from packing.requirements import Requirement, Requirements
 from packing.resources import Resources
+from packing.scheduling.reasons import ReasonKind
 from packing.scheduling.scheduler import Scheduler
 from packing.scheduling.verify import check_plan
 from packing.taints import Taint, Toleration
@@ -596,3 +598,65 @@ def test_a_history_written_reads_back_the_same(history: tuple[list[Any], dict[st
     back = read_history(lines, "h.jsonl")
     assert back.events == events
     assert len(lines) == 1 + len(events) + len(back.templates)
+@st.composite
+def on_demand_shares(draw: st.DrawFn) -> dict[tuple[str, str, str], OnDemandShare]:
+    """Shares for the workloads w-a, w-b, w-c (the pods of app a, b, c) and sometimes for pool "default"."""
+    out: dict[tuple[str, str, str], OnDemandShare] = {}
+    for app in draw(st.lists(st.sampled_from(["a", "b", "c"]), unique=True, max_size=3)):
+        out[("Deployment", "default", f"w-{app}")] = OnDemandShare(
+            draw(st.integers(0, 4)), draw(st.sampled_from([0, 20, 50, 100]))
+        )
+    if draw(st.booleans()):
+        out[("NodePool", "", "default")] = OnDemandShare(draw(st.integers(0, 3)), draw(st.sampled_from([0, 34, 100])))
+    return out
+
+
+def _owned(pods: list[Pod]) -> list[Pod]:
+    return [dataclasses.replace(p, owner_kind="Deployment", owner_name=f"w-{p.labels.get('app', 'x')}") for p in pods]
+
+
+@given(catalogs(), pools(), pod_lists(), clusters(), on_demand_shares(), st.lists(st.booleans(), max_size=5))
+def test_every_plan_keeps_each_on_demand_share_where_the_pool_allows_on_demand(
+    cat: list[InstanceType],
+    nps: list[NodePool],
+    pods: list[Pod],
+    cluster: tuple[list[ExistingNodeSpec], list[Pod]],
+    shares: dict[tuple[str, str, str], OnDemandShare],
+    spot_nodes: list[bool],
+) -> None:
+    nodes, running = cluster
+    # some existing nodes are spot, the others on-demand; running pods belong to the workloads too
+    nodes = [
+        dataclasses.replace(n, labels={**n.labels, CT: "spot" if i < len(spot_nodes) and spot_nodes[i] else "on-demand"})
+        for i, n in enumerate(nodes)
+    ]
+    running, pods = _owned(running), _owned(pods)
+    s = Scheduler(nps, cat, nodes, running)
+    sp = split(ShareBook(shares), s.nodepools, pods, running, nodes)
+    r = settle(sp, s.solve(sp.pods))
+    assert check_plan(s, sp.pods, r) == []
+    ct = {n.name: n.labels[CT] for n in nodes}
+    placed: dict[str, str] = {}
+    for c in r.nodeclaims:
+        placed.update({p.key: c.capacity_type for p in c.pods})
+    for e in r.existing:
+        placed.update({p.key: ct[e.name] for p in e.pods})
+    # a pod the share puts on on-demand lands on on-demand, or is unschedulable saying why first
+    for key in sp.restricted:
+        if key in placed:
+            assert placed[key] == "on-demand"
+        else:
+            assert r.unschedulable_reasons[key][0].kind is ReasonKind.ON_DEMAND_SHARE
+    rows = {row.workload: row for row in r.on_demand_share}
+    contracts, of = ShareBook(shares).contracts(s.nodepools, [*running, *pods])  # whom the shares bind
+    for w, c in contracts.items():
+        members = [p for p in (*running, *pods) if of.get(p.key) == w]
+        on_demand = sum(1 for p in members if (ct.get(p.node_name) if p.node_name else placed.get(p.key)) == "on-demand")
+        unplaced = sum(1 for p in members if not p.node_name and p.key not in placed)
+        pending = sum(1 for p in members if not p.node_name)
+        running_od = sum(1 for p in members if p.node_name and ct[p.node_name] == "on-demand")
+        assert rows[str(w)].on_demand == on_demand and rows[str(w)].required == c.required
+        if c.pool_allows_on_demand:
+            # at least the required replicas run on on-demand, unless pods of the workload found no place at all,
+            # or too few are pending to make up for those already running on spot (provisioning moves no pod)
+            assert on_demand + unplaced >= min(c.required, running_od + pending)
