@@ -34,6 +34,7 @@ from packing.api import (
     EXPIRE_AFTER_DEFAULT,
     ON_DEMAND_BASE_ANNOTATION,
     ON_DEMAND_PERCENTAGE_ANNOTATION,
+    SCHEDULES_ANNOTATION,
 )
 
 NAME_MAX_LENGTH = 63  # a Kubernetes object name as Karpenter's CRDs cap it
@@ -169,6 +170,13 @@ NODEPOOL_FIELDS: tuple[FieldSpec, ...] = (
               help="Of the replicas above the base, this percentage (0-100, rounded up) on on-demand.",
               api_help=f"metadata.annotations[{ON_DEMAND_PERCENTAGE_ANNOTATION}]: an integer from 0 to 100, as a "
                        "string."),
+    # Loadmaster's clock policies (docs/engine.md): windows kept in one annotation, edited as YAML on their own
+    FieldSpec("schedules", ("metadata", "annotations", SCHEDULES_ANNOTATION), Kind.TEXT, "Clock policies",
+              Widget.TEXTAREA, default="",
+              help="Windows that change limits, consolidationPolicy or (static pools) replicas while open, as a "
+                   "YAML list: - {name: peak, schedule: \"0 8 * * mon-fri\", duration: 10h, limits: {cpu: \"200\"}}",
+              api_help=f"metadata.annotations[{SCHEDULES_ANNOTATION}]: a YAML list of windows (schedule, duration, "
+                       "and limits, consolidationPolicy or replicas), as a string; empty: none."),
     FieldSpec("template_labels", ("spec", "template", "metadata", "labels"), Kind.STRING_MAP, "Node labels",
               Widget.KEY_VALUES, default={}),
     FieldSpec("template_annotations", ("spec", "template", "metadata", "annotations"), Kind.STRING_MAP,

@@ -50,6 +50,8 @@ class NodePool(models.Model):
     # metadata.annotations loadmaster.dev/on-demand-base and -percentage (packing.ondemandshare): "" when not set
     on_demand_base = models.CharField(max_length=20, blank=True, default="")
     on_demand_percentage = models.CharField(max_length=20, blank=True, default="")
+    # metadata.annotations loadmaster.dev/schedules (packing.poolschedule): the clock-policy windows' YAML, "" for none
+    schedules = models.TextField(blank=True, default="")
     template_labels = models.JSONField(default=dict, blank=True)
     template_annotations = models.JSONField(default=dict, blank=True)
     taints = models.JSONField(default=list, blank=True)

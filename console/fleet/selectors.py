@@ -168,10 +168,10 @@ class WindowRow:
 
 
 def nodepool_windows(*, nodepool: NodePool, now: datetime) -> tuple[list[WindowRow], str]:
-    """The pool's windows (annotation loadmaster.dev/schedules) read by the engine's parser, and a problem text
+    """The pool's windows (its schedules field, the annotation loadmaster.dev/schedules) read by the engine's parser, and a problem text
     when the stored annotation does not parse (validation refuses that on save; an older row may hold one)."""
-    text = (nodepool.metadata_annotations or {}).get(SCHEDULES_ANNOTATION)
-    if text is None:
+    text = nodepool.schedules
+    if not text:
         return [], ""
     try:
         windows = parse_windows(text, static=nodepool.replicas is not None, path=SCHEDULES_ANNOTATION)

@@ -608,17 +608,21 @@ def check_nodepool(data: Mapping[str, Any], *, before: Mapping[str, Any] | None 
 
 
 def check_schedules(data: Mapping[str, Any]) -> list[FieldIssue]:
-    """The clock-policy windows in the loadmaster.dev/schedules annotation, read by the engine's own parser (so
-    the console refuses exactly what `plan` would); the issue is the annotations field's, at the window's path."""
+    """The clock-policy windows (the loadmaster.dev/schedules annotation, in its own field), read by the engine's
+    own parser so the console refuses exactly what `plan` would, at the window's path; and not also among the
+    other annotations."""
+    found: list[FieldIssue] = []
+    text = data.get("schedules")
+    if text not in (None, ""):
+        try:
+            parse_windows(text, static=data.get("replicas") is not None, path=SCHEDULES_ANNOTATION)
+        except FieldError as e:
+            found.append(FieldIssue("schedules", e.path, e.message))
     annotations = data.get("metadata_annotations")
-    if not isinstance(annotations, Mapping) or SCHEDULES_ANNOTATION not in annotations:
-        return []
-    try:
-        parse_windows(annotations[SCHEDULES_ANNOTATION], static=data.get("replicas") is not None,
-                      path=SCHEDULES_ANNOTATION)
-    except FieldError as e:
-        return [FieldIssue("metadata_annotations", e.path, e.message)]
-    return []
+    if isinstance(annotations, Mapping) and SCHEDULES_ANNOTATION in annotations:
+        found.append(FieldIssue("metadata_annotations", "",
+                                f"{SCHEDULES_ANNOTATION} has its own field (schedules): set it there"))
+    return found
 
 
 # --- EC2NodeClass ---------------------------------------------------------------------------------

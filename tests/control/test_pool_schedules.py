@@ -26,7 +26,7 @@ def _ticks(clock: Any, config: Any, cluster: Any, cloud: Any, rounds: int = 6) -
 def test_a_window_limit_holds_launches_until_it_closes(db: Any, settings: Any) -> None:
     freeze = f"- {{name: freeze, schedule: '{T0.minute} {T0.hour} * * *', duration: 20m, limits: {{cpu: '0'}}}}"
     clock, config, cluster, cloud = loop_world(settings, on_demand_pool(
-        "web", ["m"], metadata_annotations={"loadmaster.dev/schedules": freeze}))
+        "web", ["m"], schedules=freeze))
     cluster.apply(pod("api", cpu="500m", memory="256Mi", owner="ReplicaSet/api-x"))
     _ticks(clock, config, cluster, cloud)
     assert not NodeClaim.objects.exists()
@@ -45,9 +45,9 @@ def test_the_console_refuses_a_bad_window_at_the_field(db: Any) -> None:
     bad = "- {schedule: '0 8 * * *', duration: 1h, replicas: 2}"
     with pytest.raises(ValidationError) as e:
         services.nodepool_create(values=on_demand_pool(
-            "web", ["m"], metadata_annotations={"loadmaster.dev/schedules": bad}), user=user)
-    assert "metadata_annotations" in e.value.message_dict
-    (message,) = e.value.message_dict["metadata_annotations"]
+            "web", ["m"], schedules=bad), user=user)
+    assert "schedules" in e.value.message_dict
+    (message,) = e.value.message_dict["schedules"]
     assert "loadmaster.dev/schedules[0].replicas" in message and "only a static NodePool" in message
     assert not NodePool.objects.exists()
 
@@ -62,11 +62,46 @@ def test_the_pool_page_shows_which_window_is_open(db: Any) -> None:
     windows = ("- {name: always, schedule: '* * * * *', duration: 1h, limits: {cpu: '8'}}\n"
                "- {name: new-year, schedule: '0 0 1 1 *', duration: 1m, consolidationPolicy: WhenEmpty}")
     services.nodepool_create(values=on_demand_pool(
-        "web", ["m"], metadata_annotations={"loadmaster.dev/schedules": windows}), user=user)
+        "web", ["m"], schedules=windows), user=user)
     client = Client()
     client.force_login(user)
     html = client.get("/nodepools/web/").content.decode()
     assert 'id="clock-policies"' in html and "limits cpu=8" in html
     assert html.count('class="open-window"') == 1 and "opens " in html and "consolidationPolicy WhenEmpty" in html
-    NodePool.objects.filter(name="web").update(metadata_annotations={"loadmaster.dev/schedules": "- {schedule: x}"})
+    NodePool.objects.filter(name="web").update(schedules="- {schedule: x}")
     assert "do not parse" in client.get("/nodepools/web/").content.decode()
+
+
+def test_the_windows_round_trip_through_import_and_export(db: Any) -> None:
+    """Import takes the annotation into the Clock policies field; export writes it back among the annotations, so
+    the engine (which reads the manifest) and a Karpenter cluster see the same text; typed among the other
+    annotations it is refused and points at its field."""
+    from console.fleet.models import NodePool as Row
+    from tests.console_pages import NODECLASS
+
+    user = make_user("op", "operator")
+    services.nodeclass_create(values=NODECLASS, user=user)
+    windows = "- {name: night, schedule: '0 20 * * *', duration: 4h, limits: {cpu: '8'}}\n"
+    manifest = f"""apiVersion: karpenter.sh/v1
+kind: NodePool
+metadata:
+  name: web
+  annotations:
+    team: shop
+    loadmaster.dev/schedules: "{windows.strip()}"
+spec:
+  template:
+    spec:
+      requirements: []
+      nodeClassRef: {{group: karpenter.k8s.aws, kind: EC2NodeClass, name: default}}
+"""
+    result = services.karpenter_import(texts=[("web.yaml", manifest)], user=user)
+    assert result.ok, [p.message for p in result.problems]
+    row = Row.objects.get(name="web")
+    assert row.schedules == windows.strip() and row.metadata_annotations == {"team": "shop"}
+    exported = services.karpenter_export([row])
+    assert "loadmaster.dev/schedules" in exported and "night" in exported
+    with pytest.raises(ValidationError) as e:
+        services.nodepool_create(values=on_demand_pool(
+            "other", ["m"], metadata_annotations={"loadmaster.dev/schedules": windows}), user=user)
+    assert "has its own field (schedules)" in str(e.value.message_dict["metadata_annotations"])

@@ -129,7 +129,7 @@ def test_a_clock_policy_window_changes_the_replicas_while_open(db: Any, settings
     start = Clock()()
     window = (f"- {{name: peak, schedule: '{start.minute} {start.hour} * * *', duration: 30m, replicas: 3}}")
     clock, config, cluster, cloud = loop_world(settings, on_demand_pool(
-        "fixed", ["m"], replicas=1, metadata_annotations={"loadmaster.dev/schedules": window}))
+        "fixed", ["m"], replicas=1, schedules=window))
     _ticks(clock, config, cluster, cloud)
     assert len(_live("fixed")) == 3
     launch = Decision.objects.filter(kind=Decision.LAUNCH, nodepool_name="fixed").first()
