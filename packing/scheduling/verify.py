@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from packing.nodepool import CAPACITY_TYPE_LABEL, HOSTNAME_LABEL, NODEPOOL_LABEL, ZONE_LABEL, DaemonSet
 from packing.pods import HostPort, Pod, PodAffinityTerm
 from packing.requirements import Requirement, Requirements
-from packing.resources import Resources
+from packing.resources import CPU, MEMORY, PODS, Resources
 from packing.scheduling.results import Results
 from packing.scheduling.scheduler import Scheduler
 from packing.taints import Taint, first_untolerated, is_ephemeral
@@ -217,9 +217,13 @@ def check_plan(sched: Scheduler, pending: Sequence[Pod], res: Results) -> list[s
             elif sc.topology_key == ZONE_LABEL and not any(
                 q.node_name for q, _ in all_pods if sc.selector.matches(q.labels)
             ):
+                # the zones a new node of some pool could be in, as the solve counts domains: its launchable
+                # options' offerings (a type too small for the pool's DaemonSets is no option, so a zone only such
+                # types offer is no domain: kube-scheduler, counting the nodes' zones, never sees it either)
                 zones: set[str] = set()
-                for it in sched.instance_types:
-                    zones.update(o.zone for o in it.offerings if o.available and o.price is not None)
+                keys = tuple(sorted({CPU, MEMORY, PODS, *p.requests}))
+                for tpl in sched.templates(keys):
+                    zones.update(tpl.domains(ZONE_LABEL))
                 eligible = [
                     z
                     for z in zones

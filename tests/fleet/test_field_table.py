@@ -198,6 +198,7 @@ def test_a_full_object_saves_exports_and_imports_unchanged() -> None:
         "name": "general", "template_labels": {"team": "a"}, "template_annotations": {"note": "x"},
         "metadata_labels": {"example.com/tier": "gold"}, "metadata_annotations": {"kubernetes.io/description": "x y"},
             "on_demand_base": "2", "on_demand_percentage": "20",
+        "schedules": "- {name: nights, schedule: '0 20 * * *', duration: 8h, consolidationPolicy: WhenEmpty}",
         "node_class_name": "default", "taints": [{"key": "t", "value": "v", "effect": "NoSchedule"}],
         "startup_taints": [{"key": "s", "effect": "NoExecute"}],
         "requirements": [{"key": "karpenter.sh/capacity-type", "operator": "In", "values": ["spot"]}],

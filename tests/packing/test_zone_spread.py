@@ -142,3 +142,20 @@ def test_lp_guided_deal_keeps_every_app_even_across_zones() -> None:
         ]
         assert counts == [250, 250]
     assert r.lower_bound is not None and r.lower_bound <= r.cost_per_hour
+
+
+def test_a_zone_only_types_too_small_for_the_daemonsets_offer_is_no_domain() -> None:
+    """Zone a offers only a type that cannot hold the pool's DaemonSet: no new node can be there, so it is not a
+    domain of the spread (kube-scheduler, counting the nodes' zones, never sees it either) and both pods go to
+    zone b. The plan checker counts domains the same way; it used to count zone a and call the plan skewed."""
+    from packing.nodepool import DaemonSet
+
+    small = instance_type("t0-small", 1, 4, 0.05, zones=["us-east-1a"], spot_factor=None)
+    large = instance_type("t1-large", 4, 16, 0.2, zones=["us-east-1b"], spot_factor=None)
+    agent = DaemonSet("kube-system", "agent", pod("agent", "1", "128Mi", namespace="kube-system"))
+    pods = _spread_pods(2, "web", cpu="100m", memory="128Mi")
+    sched = Scheduler([NodePool("default")], [small, large], daemonsets=[agent])
+    res = sched.solve(pods)
+    assert not res.unschedulable
+    assert {c.zone for c in res.nodeclaims} == {"us-east-1b"}
+    assert check_plan(sched, pods, res) == []
