@@ -15,6 +15,7 @@ from packing.fields import InputError
 from packing.instancetype import InstanceType
 from packing.kubeobjects import Inputs, expand_workloads, inflight_claims
 from packing.nodepool import ExistingNodeSpec
+from packing.overlay import apply_overlays
 from packing.requirements import MinValuesPolicy
 from packing.scheduling.results import Results
 from packing.scheduling.scheduler import Scheduler
@@ -73,7 +74,8 @@ def resolve_catalog(inp: Inputs, catalog_inputs: Inputs, region: str) -> list[In
     if len(set(names)) != len(names):  # objects added without their place (kubeobjects.add_object, where="")
         dup = sorted({n for n in names if names.count(n) > 1})[0]
         raise InputError(f"InstanceType {dup[:60]} is defined more than once")
-    return catalog
+    # the NodeOverlays of both (packing.overlay), before anything prices or sizes a node
+    return apply_overlays(catalog, [*inp.overlays, *catalog_inputs.overlays])
 
 
 def skipped_notice(*inputs: Inputs) -> str | None:
