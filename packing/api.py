@@ -59,6 +59,13 @@ from packing.catalog import (
 )
 from packing.catalog.allocatable import VM_MEMORY_OVERHEAD_PERCENT
 from packing.catalog.snapshot import load_bundled
+from packing.commitmentdocs import (
+    COMMITMENT_API_VERSION,
+    COMMITMENT_KIND,
+    commitment_document,
+    read_commitment,
+)
+from packing.commitments import Commitment, CommitmentKind
 from packing.cron import CronError, CronSchedule
 from packing.disruption import Action, Cluster, MinSavings, NotDisrupted, Report, consolidate, parse_time
 from packing.disruption.balanced import BALANCED, BALANCED_K
@@ -82,6 +89,14 @@ from packing.nodepool import (
     NODEPOOL_LABEL,
     ExistingNodeSpec,
     NodePool,
+)
+from packing.overlay import NodeOverlay, OverlayConflict, OverlayResult, apply_overlays, resolve_overlays
+from packing.overlaydocs import (
+    NODEOVERLAY_API_VERSION,
+    NODEOVERLAY_KIND,
+    check_price,
+    check_price_adjustment,
+    read_overlay,
 )
 from packing.plan_output import nodeclaim_json, reason_json, unschedulable_json
 from packing.plan_output import render_json as plan_json
@@ -107,6 +122,22 @@ from packing.taints import EFFECTS, Taint, first_untolerated
 from packing.yamlinput import brief, load_all, load_one
 
 __all__ = [
+    "COMMITMENT_API_VERSION",
+    "COMMITMENT_KIND",
+    "Commitment",
+    "CommitmentKind",
+    "commitment_document",
+    "read_commitment",
+    "NODEOVERLAY_API_VERSION",
+    "NODEOVERLAY_KIND",
+    "NodeOverlay",
+    "OverlayConflict",
+    "OverlayResult",
+    "apply_overlays",
+    "check_price",
+    "check_price_adjustment",
+    "read_overlay",
+    "resolve_overlays",
     "ACTIVE_CAPACITY",
     "BUFFER_KIND",
     "BufferReport",

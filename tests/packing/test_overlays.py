@@ -16,7 +16,7 @@ from packing.overlaydocs import read_overlay
 from packing.plan_cli import main
 from packing.requirements import Requirements
 from packing.resources import Resources
-from tests.engine_builders import catalog, instance_type, pool, req, res, solve
+from tests.engine_builders import catalog, instance_type, pool, req, solve
 from tests.engine_builders import pod as mkpod
 
 
