@@ -180,9 +180,8 @@ def _overlaid(
         ov = price_owner.get((ti, oi))
         names = sorted({o.name for o in sizes.values()} | ({ov.name} if ov is not None else set()))
         if ov is not None:
-            note = f"overlay {ov.name}"
-            source = f"{off.price_source}; {note}" if off.price_source else note
-            off = dataclasses.replace(off, price=adjusted_price(off.price, ov), price_source=source)
+            # price_source keeps saying where the price it adjusts came from ("estimate" is shown as such)
+            off = dataclasses.replace(off, price=adjusted_price(off.price, ov))
         if names:
             off = dataclasses.replace(off, overlays=tuple(names))
         offerings.append(off)
