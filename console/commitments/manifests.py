@@ -95,7 +95,7 @@ def fields_from_manifest(doc: Mapping[str, Any]) -> tuple[dict[str, Any], list[t
     if not isinstance(meta, Mapping):
         return {}, [("metadata", "metadata with a name is required")]
     try:
-        read_commitment(doc)
+        parsed = read_commitment(doc)
     except ValueError as exc:  # packing.api.FieldError
         return {}, [(getattr(exc, "path", ""), getattr(exc, "message", str(exc)))]
     spec = doc["spec"]
@@ -120,6 +120,6 @@ def fields_from_manifest(doc: Mapping[str, Any]) -> tuple[dict[str, Any], list[t
                 return {}, [("spec.hourlyCommitment", f"must be a decimal number, got {brief(v)}")]
         elif field == "rates":
             values[field] = {str(k): str(r) for k, r in (v or {}).items()}
-        else:
-            values[field] = v
+        else:  # starts, ends: as the engine read them (aware datetimes)
+            values[field] = getattr(parsed, field)
     return values, []
