@@ -8,7 +8,6 @@ from typing import Any
 
 import pytest
 import yaml
-from django.contrib.auth.models import User
 from django.core.exceptions import ValidationError
 from django.db import connection
 from django.db.migrations.executor import MigrationExecutor
@@ -230,3 +229,4 @@ def test_old_price_overrides_become_overlays() -> None:
         row.full_clean()  # every moved rule is a valid overlay
     # the later fixed price still wins on m5.large, as it did when the rules applied in order
     assert on_demand("m5.large").price == 0.05
+

@@ -19,8 +19,8 @@ from rest_framework.authtoken.models import Token
 from console.access import VIEWER_WRITES
 from console.alerts.models import AlertRule, Channel
 from console.commitments.models import Commitment
-from console.overlays.models import NodeOverlay
 from console.fleet.models import EC2NodeClass, NodePool
+from console.overlays.models import NodeOverlay
 from tests.console_pages import nodeclass, operator, operator_client, pool, viewer, viewer_client  # noqa: F401
 
 pytestmark = pytest.mark.django_db
