@@ -447,7 +447,9 @@ _READERS: dict[tuple[str, str], Callable[[Mapping[str, Any], Inputs, str], None]
     ("autoscaling.x-k8s.io", BUFFER_KIND): _buffer,
     ("", "PodTemplate"): _pod_template,
     ("karpenter.sh", "NodeOverlay"): lambda doc, out, where: out.overlays.append(read_overlay(doc)),
-    ("loadmaster.dev", "Commitment"): lambda doc, out, where: out.commitments.append(read_commitment(doc, source=where.split(": ")[0])),
+    ("loadmaster.dev", "Commitment"): lambda doc, out, where: out.commitments.append(
+        read_commitment(doc, source=where.split(": ")[0])
+    ),
     **{key: _workload for key in WORKLOAD_KINDS},
 }
 
