@@ -15,7 +15,7 @@ from packing.fields import InputError
 from packing.instancetype import InstanceType
 from packing.kubeobjects import Inputs, expand_workloads, inflight_claims
 from packing.nodepool import ExistingNodeSpec
-from packing.overlay import apply_overlays
+from packing.overlay import apply_overlays, resolve_overlays
 from packing.requirements import MinValuesPolicy
 from packing.scheduling.results import Results
 from packing.scheduling.scheduler import Scheduler
@@ -25,6 +25,7 @@ __all__ = [
     "buffer_pods",
     "builtin_catalog",
     "existing_nodes",
+    "overlay_notice",
     "plan",
     "resolve_catalog",
     "skipped_notice",
@@ -89,6 +90,19 @@ def skipped_notice(*inputs: Inputs) -> str | None:
     kinds = ", ".join(f"{k[:60]} {v}" for k, v in sorted(counts.items())[:20])
     more = ", …" if len(counts) > 20 else ""
     return f"skipped {sum(counts.values())} objects of other kinds ({kinds}{more})"
+
+
+def overlay_notice(catalog: Sequence[InstanceType], *inputs: Inputs) -> str | None:
+    """The notice a CLI prints (on stderr) for the NodeOverlays of `inputs` that a conflict kept out of `catalog`
+    (resolve_catalog's), or None. Which overlays conflict depends only on what they select (labels, zone,
+    capacity type, reservation) and set, never on prices, so it is the same over the overlaid catalog."""
+    overlays = [o for i in inputs for o in i.overlays]
+    if not overlays:
+        return None
+    conflicts = resolve_overlays(catalog, overlays).conflicts
+    if not conflicts:
+        return None
+    return "; ".join(str(c) for c in conflicts[:5]) + ("; …" if len(conflicts) > 5 else "")
 
 
 def existing_nodes(inp: Inputs, catalog: Sequence[InstanceType]) -> list[ExistingNodeSpec]:

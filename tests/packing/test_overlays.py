@@ -327,3 +327,17 @@ status:
     assert code == 0, err
     # the empty node is priced at the overlaid $0.19 x 0.8 (list price $0.19)
     assert json.loads(out)["summary"]["cost_per_hour_before"] == pytest.approx(0.152)
+
+
+def test_the_clis_say_which_overlay_a_conflict_kept_out(tmp_path: Path) -> None:
+    rival = SAVINGS.replace("m-savings", "z-fixed").replace('priceAdjustment: "-20%"', 'price: "0.01"')
+    code, out, err = run(tmp_path, CATALOG, SAVINGS, rival)
+    assert code == 0
+    assert err.strip() == "NodeOverlay m-savings not applied: it conflicts with z-fixed (same weight) on the price of m-4x"
+    [nc] = json.loads(out)["nodeclaims"]
+    assert nc["instance_type"] == "m-4x" and nc["overlays"] == ["z-fixed"] and nc["price_per_hour"] == 0.01
+    node_only = CATALOG.split("---\napiVersion: v1\nkind: Pod")[0]
+    code, _, err = run(tmp_path, node_only, SAVINGS, rival, cmd="consolidate")
+    assert code == 0 and "NodeOverlay m-savings not applied" in err
+    code, _, err = run(tmp_path, CATALOG, SAVINGS)
+    assert code == 0 and err == ""
