@@ -15,8 +15,9 @@ from typing import Any
 from django.conf import settings
 
 from console.backends.base import ClusterBackend, KubeObject
-from console.catalog.models import PriceOverrideRule
+from console.commitments.models import Commitment
 from console.fleet import manifests
+from console.overlays.models import NodeOverlay
 from packing import api
 
 log = logging.getLogger(__name__)
@@ -27,27 +28,60 @@ OfferingKey = tuple[str, str, str]
 
 # --- NodePools, NodeClasses and the catalog -> the engine's catalog -------------------------------------
 
-def price_overrides() -> list[api.PriceOverride]:
-    return [rule.to_packing() for rule in PriceOverrideRule.objects.all()]
+def node_overlays() -> list[api.NodeOverlay]:
+    """The NodeOverlay rows (console/overlays) as the engine's; a row the engine cannot read is logged and left
+    out (its form and import refuse such rows, so only a hand-edited database has one)."""
+    out = []
+    for row in NodeOverlay.objects.all():
+        try:
+            out.append(row.to_packing())
+        except api.InputError as exc:
+            log.warning("nodeoverlay %s left out: %s", row.name, exc)
+    return out
+
+
+def commitments() -> list[api.Commitment]:
+    """The Commitment rows (console/commitments) as the engine's packing.commitments.Commitment; a row the
+    engine cannot read is logged and left out."""
+    out = []
+    for row in Commitment.objects.all():
+        try:
+            out.append(row.to_packing())
+        except api.InputError as exc:
+            log.warning("commitment %s left out: %s", row.name, exc)
+    return out
 
 
 @lru_cache(maxsize=8)
-def _catalog(region: str, overrides: tuple[api.PriceOverride, ...], kubelet_json: str) -> tuple[api.InstanceType, ...]:
+def _base_catalog(region: str, kubelet_json: str) -> tuple[api.InstanceType, ...]:
     # Live data refreshed by the catalog tasks wins over the bundled snapshot when present.
-    return tuple(api.load_builtin(region, overrides=overrides, kubelet=json.loads(kubelet_json) or None,
+    return tuple(api.load_builtin(region, kubelet=json.loads(kubelet_json) or None,
                                   cache_dir=settings.LOADMASTER_CATALOG_CACHE))
 
 
+@lru_cache(maxsize=8)
+def _catalog(region: str, overlays: tuple[api.NodeOverlay, ...], kubelet_json: str) -> tuple[api.InstanceType, ...]:
+    return tuple(api.apply_overlays(_base_catalog(region, kubelet_json), overlays))
+
+
 def clear_catalog_cache() -> None:
-    """Forget the cached catalogs: a price override or a catalog refresh changes what the engine pays."""
+    """Forget the cached catalogs: a NodeOverlay (or a price override) or a catalog refresh changes what the
+    engine pays."""
+    _base_catalog.cache_clear()
     _catalog.cache_clear()
 
 
 def instance_types(region: str = "us-east-1", *, kubelet: Mapping[str, Any] | None = None,
-                   overrides: Sequence[api.PriceOverride] | None = None) -> tuple[api.InstanceType, ...]:
-    """The region's catalog with the operator's price overrides applied (cached per inputs)."""
-    rules = tuple(price_overrides() if overrides is None else overrides)
-    return _catalog(region, rules, json.dumps(dict(kubelet or {}), sort_keys=True))
+                   overlays: Sequence[api.NodeOverlay] | None = None) -> tuple[api.InstanceType, ...]:
+    """The region's catalog with the NodeOverlays applied (the stored ones unless given; cached per inputs)."""
+    chosen = tuple(node_overlays() if overlays is None else overlays)
+    return _catalog(region, chosen, json.dumps(dict(kubelet or {}), sort_keys=True))
+
+
+def overlay_result(region: str = "us-east-1") -> api.OverlayResult:
+    """What the stored NodeOverlays do to the region's catalog: the offerings and types each one changes, and the
+    conflicts that keep some out (the NodeOverlay list page)."""
+    return api.resolve_overlays(_base_catalog(region, "{}"), node_overlays())
 
 
 def with_unavailable(types: Sequence[api.InstanceType], unavailable: Collection[OfferingKey]) -> list[api.InstanceType]:
@@ -78,7 +112,7 @@ def nodeclass_kubelet(pools: Sequence[Any], nodeclasses: Sequence[Any]) -> Mappi
 
 def engine_catalog(*, pools: Sequence[Any], nodeclasses: Sequence[Any],
                    unavailable: Collection[OfferingKey] = ()) -> list[api.InstanceType]:
-    """The catalog a run of the engine uses: the region's (price overrides applied) for the fleet's kubelet,
+    """The catalog a run of the engine uses: the region's (NodeOverlays applied) for the fleet's kubelet,
     with the offerings in `unavailable` marked so."""
     types = instance_types(settings.LOADMASTER_AWS_REGION, kubelet=nodeclass_kubelet(pools, nodeclasses))
     return with_unavailable(types, unavailable)

@@ -62,6 +62,8 @@ INSTALLED_APPS = [
     "console.fleet",
     "console.buffers",
     "console.catalog",
+    "console.overlays",
+    "console.commitments",
     "console.telemetry",
     "console.control",
     "console.dashboards",

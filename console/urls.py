@@ -21,6 +21,8 @@ urlpatterns = [
     path("api/", include("console.history.urls")),
     path("api/", include("console.fleet.api.urls")),
     path("api/", include("console.advisor.api_urls")),
+    path("api/", include("console.overlays.api.urls")),
+    path("api/", include("console.commitments.api.urls")),
     path("whatif/", include("console.whatif.urls")),
     path("alerts/", RedirectView.as_view(pattern_name="alerts:rule-list", permanent=False)),
     path("alerts/", include("console.alerts.urls")),
@@ -28,5 +30,7 @@ urlpatterns = [
     path("advisor/", include("console.advisor.urls")),
     path("", include("console.dashboards.urls")),
     path("", include("console.buffers.urls")),
+    path("", include("console.overlays.urls")),
+    path("", include("console.commitments.urls")),
     path("", include("console.fleet.urls")),
 ]

@@ -63,6 +63,12 @@ from packing.catalog import (
 )
 from packing.catalog.allocatable import VM_MEMORY_OVERHEAD_PERCENT
 from packing.catalog.snapshot import load_bundled
+from packing.commitmentdocs import (
+    COMMITMENT_API_VERSION,
+    COMMITMENT_KIND,
+    commitment_document,
+    read_commitment,
+)
 from packing.commitments import Commitment, CommitmentKind
 from packing.cron import CronError, CronSchedule
 from packing.disruption import Action, Cluster, MinSavings, NotDisrupted, Report, consolidate, parse_time
@@ -99,6 +105,14 @@ from packing.ondemandshare import PERCENTAGE_ANNOTATION as ON_DEMAND_PERCENTAGE_
 from packing.ondemandshare import ShareRow as OnDemandShareRow
 from packing.ondemandshare import read_share as read_on_demand_share
 from packing.ondemandshare import settle as settle_on_demand
+from packing.overlay import NodeOverlay, OverlayConflict, OverlayResult, apply_overlays, resolve_overlays
+from packing.overlaydocs import (
+    NODEOVERLAY_API_VERSION,
+    NODEOVERLAY_KIND,
+    check_price,
+    check_price_adjustment,
+    read_overlay,
+)
 from packing.plan_output import nodeclaim_json, reason_json, unschedulable_json
 from packing.plan_output import render_json as plan_json
 from packing.planning import (
@@ -108,6 +122,7 @@ from packing.planning import (
     existing_nodes,
     on_demand_now,
     on_demand_split,
+    overlay_notice,
     plan,
     resolve_catalog,
     skipped_notice,
@@ -147,6 +162,21 @@ __all__ = [
     "iam_findings",
     "iam_preflight",
     "merge_patch",
+    "COMMITMENT_API_VERSION",
+    "COMMITMENT_KIND",
+    "commitment_document",
+    "read_commitment",
+    "NODEOVERLAY_API_VERSION",
+    "NODEOVERLAY_KIND",
+    "NodeOverlay",
+    "OverlayConflict",
+    "OverlayResult",
+    "apply_overlays",
+    "overlay_notice",
+    "check_price",
+    "check_price_adjustment",
+    "read_overlay",
+    "resolve_overlays",
     "ACTIVE_CAPACITY",
     "BUFFER_KIND",
     "BufferReport",

@@ -58,6 +58,8 @@ class Offering:
     price_source: str = ""
     # set only on capacity_type == CAPACITY_TYPE_RESERVED offerings
     reservation: Reservation | None = None
+    # the NodeOverlays that set its price or its type's capacity (packing.overlay), by name
+    overlays: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

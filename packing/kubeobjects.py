@@ -19,6 +19,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from packing.buffers import BUFFER_KIND, CapacityBuffer, read_buffer, read_pod_template
+from packing.commitmentdocs import read_commitment
+from packing.commitments import Commitment
 from packing.documents import (
     DEFAULT_MAX_INPUT_BYTES,
     ByteBudget,
@@ -55,6 +57,8 @@ from packing.nodepool import (
     PodDisruptionBudget,
 )
 from packing.ondemandshare import NODEPOOL_KIND, POD_KIND, OnDemandShare, note_object, workload_key
+from packing.overlay import NodeOverlay
+from packing.overlaydocs import read_overlay
 from packing.pods import (
     NAMESPACE_NAME_LABEL,
     SELECTS_NOTHING,
@@ -145,6 +149,8 @@ class Inputs:
     pod_templates: dict[tuple[str, str], Pod] = field(default_factory=dict)  # (namespace, name) -> its pod
     # the labels of each v1 Namespace read, by name: what pod (anti-)affinity namespaceSelectors match
     namespaces: dict[str, dict[str, str]] = field(default_factory=dict)
+    commitments: list[Commitment] = field(default_factory=list)  # loadmaster.dev Commitment (packing.commitmentdocs)
+    overlays: list[NodeOverlay] = field(default_factory=list)  # karpenter.sh NodeOverlay (packing.overlaydocs)
     skipped: dict[str, int] = field(default_factory=dict)
     # where each InstanceType was read ("file: document N"), to name both places of a duplicate
     origins: dict[str, str] = field(default_factory=dict)
@@ -463,6 +469,10 @@ _READERS: dict[tuple[str, str], Callable[[Mapping[str, Any], Inputs, str], None]
     ("policy", "PodDisruptionBudget"): _pdb,
     ("autoscaling.x-k8s.io", BUFFER_KIND): _buffer,
     ("", "PodTemplate"): _pod_template,
+    ("karpenter.sh", "NodeOverlay"): lambda doc, out, where: out.overlays.append(read_overlay(doc)),
+    ("loadmaster.dev", "Commitment"): lambda doc, out, where: out.commitments.append(
+        read_commitment(doc, source=where.split(": ")[0])
+    ),
     **{key: _workload for key in WORKLOAD_KINDS},
 }
 
@@ -502,7 +512,9 @@ def add_object(doc: Mapping[str, Any], out: Inputs, where: str = "") -> None:
 
 
 # kinds whose objects have no namespace: a stray metadata.namespace does not make two of them different
-_CLUSTER_SCOPED = frozenset({"Namespace", "Node", "NodeClaim", "NodePool", "EC2NodeClass", "InstanceType"})
+_CLUSTER_SCOPED = frozenset(
+    {"Namespace", "Node", "NodeClaim", "NodePool", "EC2NodeClass", "InstanceType", "NodeOverlay", "Commitment"}
+)
 
 
 def _object_key(doc: Mapping[str, Any], kind: str) -> tuple[str, str, str]:

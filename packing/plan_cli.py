@@ -15,7 +15,7 @@ from packing.disruption.formatting import parse_time
 from packing.fields import InputError
 from packing.kubeobjects import Inputs, expand_workloads, load_files
 from packing.plan_output import render_json, render_text
-from packing.planning import plan, resolve_catalog, skipped_notice
+from packing.planning import overlay_notice, plan, resolve_catalog, skipped_notice
 from packing.yamlinput import brief
 
 __all__ = ["build_parser", "main"]
@@ -56,9 +56,9 @@ def main(
     except InputError as e:
         print(f"error: {e}", file=stderr)
         return 2
-    notice = skipped_notice(inp, cat_inp)
-    if notice:
-        print(notice, file=stderr)
+    for notice in (skipped_notice(inp, cat_inp), overlay_notice(catalog, inp, cat_inp)):
+        if notice:
+            print(notice, file=stderr)
     try:
         res = plan(inp, catalog, min_values_policy=args.min_values_policy, at=at)
     except InputError as e:

@@ -40,6 +40,7 @@ def nodeclaim_json(c: PlannedNodeClaim) -> dict[str, Any]:
         "requests": c.requests.to_strings(),
         "allocatable": c.allocatable.to_strings(),
         "min_values_relaxed": c.min_values_relaxed,
+        "overlays": list(c.overlays),
     }
 
 

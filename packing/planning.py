@@ -17,6 +17,7 @@ from packing.instancetype import InstanceType
 from packing.kubeobjects import Inputs, expand_workloads, inflight_claims
 from packing.nodepool import CAPACITY_TYPE_LABEL, ExistingNodeSpec
 from packing.ondemandshare import ShareBook, ShareRow, Split, bind, row, settle, split
+from packing.overlay import apply_overlays, resolve_overlays
 from packing.poolschedule import pools_at
 from packing.requirements import MinValuesPolicy
 from packing.scheduling.results import Results
@@ -29,6 +30,7 @@ __all__ = [
     "existing_nodes",
     "on_demand_now",
     "on_demand_split",
+    "overlay_notice",
     "plan",
     "resolve_catalog",
     "skipped_notice",
@@ -78,7 +80,8 @@ def resolve_catalog(inp: Inputs, catalog_inputs: Inputs, region: str) -> list[In
     if len(set(names)) != len(names):  # objects added without their place (kubeobjects.add_object, where="")
         dup = sorted({n for n in names if names.count(n) > 1})[0]
         raise InputError(f"InstanceType {dup[:60]} is defined more than once")
-    return catalog
+    # the NodeOverlays of both (packing.overlay), before anything prices or sizes a node
+    return apply_overlays(catalog, [*inp.overlays, *catalog_inputs.overlays])
 
 
 def skipped_notice(*inputs: Inputs) -> str | None:
@@ -93,6 +96,19 @@ def skipped_notice(*inputs: Inputs) -> str | None:
     kinds = ", ".join(f"{k[:60]} {v}" for k, v in sorted(counts.items())[:20])
     more = ", …" if len(counts) > 20 else ""
     return "\n".join([*converted, f"skipped {sum(counts.values())} objects of other kinds ({kinds}{more})"])
+
+
+def overlay_notice(catalog: Sequence[InstanceType], *inputs: Inputs) -> str | None:
+    """The notice a CLI prints (on stderr) for the NodeOverlays of `inputs` that a conflict kept out of `catalog`
+    (resolve_catalog's), or None. Which overlays conflict depends only on what they select (labels, zone,
+    capacity type, reservation) and set, never on prices, so it is the same over the overlaid catalog."""
+    overlays = [o for i in inputs for o in i.overlays]
+    if not overlays:
+        return None
+    conflicts = resolve_overlays(catalog, overlays).conflicts
+    if not conflicts:
+        return None
+    return "; ".join(str(c) for c in conflicts[:5]) + ("; …" if len(conflicts) > 5 else "")
 
 
 def existing_nodes(inp: Inputs, catalog: Sequence[InstanceType]) -> list[ExistingNodeSpec]:

@@ -61,6 +61,7 @@ def static_nodeclaim(
         capacity_type=off.capacity_type,
         zone=off.zone,
         price_per_hour=float(off.price or 0.0),
+        overlays=list(off.overlays),
         labels=dict(sorted(labels.items())),
         taints=list(pool.taints),
         startup_taints=list(pool.startup_taints),

@@ -4,13 +4,19 @@ from django import forms
 from django.conf import settings
 
 from console import adapters
-from console.catalog.models import SELECTOR_HELP, SELECTOR_RE, PriceOverrideRule
+from console.catalog.models import CAPACITY_TYPES, SELECTOR_HELP, SELECTOR_RE
 
 
-class PriceOverrideForm(forms.ModelForm):
-    class Meta:
-        model = PriceOverrideRule
-        fields = ["selector", "capacity_type", "price", "percent", "note", "position"]
+class PriceOverrideForm(forms.Form):
+    """A price override: the catalog page's short form of a NodeOverlay (console/overlays writes it as one)."""
+
+    selector = forms.CharField(max_length=64, help_text='An instance type ("m5.large"), a family ("m5") or "*" for all.')
+    capacity_type = forms.ChoiceField(choices=CAPACITY_TYPES, initial="on-demand")
+    price = forms.DecimalField(label="fixed $/hour", max_digits=12, decimal_places=6, required=False)
+    percent = forms.DecimalField(label="adjustment %", max_digits=7, decimal_places=3, required=False,
+                                 help_text="-20 means 20% cheaper than the list price.")
+    weight = forms.IntegerField(required=False, help_text="1 to 10000: where overrides overlap, the higher weight wins.")
+    note = forms.CharField(max_length=200, required=False, help_text='e.g. "Compute Savings Plan, 3 years"')
 
     def clean_selector(self) -> str:
         selector = str(self.cleaned_data.get("selector") or "").strip()

@@ -69,7 +69,8 @@ class CatalogRow:
 
     @property
     def overridden(self) -> bool:
-        return any("override" in (o.price_source or "") for o in self.itype.offerings)
+        """A NodeOverlay (or a price override, which is one) changed one of its prices or its capacity."""
+        return any(o.overlays for o in self.itype.offerings)
 
 
 def _row(itype: InstanceType) -> CatalogRow:

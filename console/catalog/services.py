@@ -1,5 +1,5 @@
-"""Writes to the price overrides. Changing a rule changes what the engine will pay for a node, so
-every change is validated here and the cached catalog is dropped at once."""
+"""Writes of the catalog page: its price overrides (written as NodeOverlays by console/overlays, which validates
+them and drops the cached catalog) and the live refresh."""
 
 from __future__ import annotations
 
@@ -7,10 +7,11 @@ from collections.abc import Mapping
 from typing import Any
 
 from django.conf import settings
-from django.db import transaction
 
 from console import adapters
-from console.catalog.models import CatalogRefresh, PriceOverrideRule
+from console.catalog.models import CatalogRefresh
+from console.overlays import services as overlay_services
+from console.overlays.models import NodeOverlay
 from packing import api
 
 
@@ -18,19 +19,15 @@ def _invalidate() -> None:
     adapters.clear_catalog_cache()
 
 
-@transaction.atomic
-def price_override_create(*, values: Mapping[str, Any], user: Any) -> PriceOverrideRule:
-    rule = PriceOverrideRule(**values, created_by=user if getattr(user, "pk", None) else None)
-    rule.full_clean()
-    rule.save()
-    transaction.on_commit(_invalidate)
-    return rule
+def price_override_create(*, values: Mapping[str, Any], user: Any) -> NodeOverlay:
+    """A price override, written as the NodeOverlay it stands for (console/overlays)."""
+    return overlay_services.price_override_create(
+        selector=values["selector"], capacity_type=values["capacity_type"], price=values.get("price"),
+        percent=values.get("percent"), weight=values.get("weight"), note=values.get("note") or "", user=user)
 
 
-@transaction.atomic
-def price_override_delete(*, rule: PriceOverrideRule, user: Any) -> None:
-    rule.delete()
-    transaction.on_commit(_invalidate)
+def price_override_delete(*, overlay: NodeOverlay, user: Any) -> None:
+    overlay_services.overlay_delete(overlay=overlay, user=user)
 
 
 def catalog_refresh(*, kind: str = "full") -> CatalogRefresh:

@@ -7,5 +7,5 @@ app_name = "catalog"
 urlpatterns = [
     path("", views.catalog, name="catalog"),
     path("overrides/", views.override_create, name="override-create"),
-    path("overrides/<int:pk>/delete/", views.override_delete, name="override-delete"),
+    path("overrides/<str:name>/delete/", views.override_delete, name="override-delete"),
 ]

@@ -1,16 +1,23 @@
 from __future__ import annotations
 
+from typing import Any
+
 from django.contrib import messages
 from django.core.exceptions import ValidationError
 from django.core.paginator import Paginator
-from django.http import HttpRequest, HttpResponse
-from django.shortcuts import get_object_or_404, redirect, render
+from django.http import Http404, HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST
 
 from console.access import require_operator
 from console.catalog import selectors, services
 from console.catalog.forms import CatalogFilterForm, PriceOverrideForm
-from console.catalog.models import PriceOverrideRule
+from console.overlays import selectors as overlay_selectors
+
+
+def _context(**extra: Any) -> dict[str, Any]:
+    return {"summary": selectors.catalog_summary(), "overrides": overlay_selectors.overlay_list(),
+            "override_form": PriceOverrideForm(), "vm_overhead_percent": selectors.VM_OVERHEAD_PERCENT, **extra}
 
 
 def catalog(request: HttpRequest) -> HttpResponse:
@@ -19,11 +26,7 @@ def catalog(request: HttpRequest) -> HttpResponse:
     params = filters.cleaned_data if filters.is_bound and filters.is_valid() else {}
     rows = selectors.catalog_rows(**{k: v for k, v in params.items() if v})
     page = Paginator(rows, 100).get_page(request.GET.get("page"))
-    return render(request, "catalog/catalog.html", {
-        "filters": filters, "page": page, "summary": selectors.catalog_summary(),
-        "overrides": PriceOverrideRule.objects.all(), "override_form": PriceOverrideForm(),
-        "vm_overhead_percent": selectors.VM_OVERHEAD_PERCENT,
-    })
+    return render(request, "catalog/catalog.html", _context(filters=filters, page=page))
 
 
 @require_POST
@@ -32,25 +35,26 @@ def override_create(request: HttpRequest) -> HttpResponse:
     form = PriceOverrideForm(request.POST)
     if form.is_valid():
         try:
-            rule = services.price_override_create(values=form.cleaned_data, user=request.user)
+            overlay = services.price_override_create(values=form.cleaned_data, user=request.user)
         except ValidationError as exc:
             for field, errors in exc.message_dict.items():
                 form.add_error(field if field in form.fields else None, errors)
         else:
-            messages.success(request, f"Price override added: {rule}.")
+            messages.success(request, f"Price override added as NodeOverlay {overlay.name} "
+                                      f"({overlay.price_change()}).")
             return redirect("catalog:catalog")
     choices = selectors.catalog_choices()
-    return render(request, "catalog/catalog.html", {
-        "filters": CatalogFilterForm(choices=choices), "page": Paginator(selectors.catalog_rows(), 100).get_page(1),
-        "summary": selectors.catalog_summary(), "overrides": PriceOverrideRule.objects.all(), "override_form": form,
-        "vm_overhead_percent": selectors.VM_OVERHEAD_PERCENT,
-    }, status=400)
+    return render(request, "catalog/catalog.html", _context(
+        filters=CatalogFilterForm(choices=choices), page=Paginator(selectors.catalog_rows(), 100).get_page(1),
+        override_form=form), status=400)
 
 
 @require_POST
-def override_delete(request: HttpRequest, pk: int) -> HttpResponse:
+def override_delete(request: HttpRequest, name: str) -> HttpResponse:
     require_operator(request)
-    rule = get_object_or_404(PriceOverrideRule, pk=pk)
-    services.price_override_delete(rule=rule, user=request.user)
-    messages.success(request, "Price override removed.")
+    overlay = overlay_selectors.overlay_get(name=name)
+    if overlay is None:
+        raise Http404("no such NodeOverlay")
+    services.price_override_delete(overlay=overlay, user=request.user)
+    messages.success(request, f"Price override (NodeOverlay {name}) removed.")
     return redirect("catalog:catalog")

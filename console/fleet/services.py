@@ -19,9 +19,15 @@ from django.utils import timezone
 
 from console.buffers import manifests as buffer_manifests
 from console.buffers import services as buffer_services
+from console.commitments import manifests as commitment_manifests
+from console.commitments import services as commitment_services
+from console.commitments.models import Commitment
 from console.fleet import manifests
 from console.fleet.models import ChangeRecord, Decision, EC2NodeClass, NodeClaim, NodePool
 from console.fleet.selectors import nodepool_deletion_impact, nodepool_live_claims
+from console.overlays import manifests as overlay_manifests
+from console.overlays import services as overlay_services
+from console.overlays.models import NodeOverlay
 
 _KINDS: dict[str, tuple[type[NodePool] | type[EC2NodeClass], str]] = {
     manifests.NODEPOOL_KIND: (NodePool, ChangeRecord.NODEPOOL),
@@ -187,6 +193,26 @@ def nodeclass_delete(*, nodeclass: EC2NodeClass, user: Any, source: str = "form"
 # --- Karpenter YAML import ------------------------------------------------------------------------
 
 @dataclass(frozen=True)
+class OtherKind:
+    """A kind another app keeps, imported and exported with the NodePools: how to read, check and write it."""
+
+    api_version: str
+    read: Any  # (document) -> (values, [(path, message)])
+    check: Any  # (*, values) -> (action, [(path, message)])
+    apply: Any  # (*, values, user) -> None
+
+
+# NodeOverlays (console/overlays) and Commitments (console/commitments), by kind; CapacityBuffers come below
+OTHER_KINDS: dict[str, OtherKind] = {
+    overlay_manifests.KIND: OtherKind(overlay_manifests.API_VERSION, overlay_manifests.fields_from_manifest,
+                                      overlay_services.overlay_import_check, overlay_services.overlay_import_apply),
+    commitment_manifests.KIND: OtherKind(commitment_manifests.API_VERSION, commitment_manifests.fields_from_manifest,
+                                         commitment_services.commitment_import_check,
+                                         commitment_services.commitment_import_apply),
+}
+
+
+@dataclass(frozen=True)
 class ImportProblem:
     document: int          # 1-based index of the YAML document in the upload
     path: str              # Karpenter YAML path, e.g. spec.template.spec.requirements[0].operator
@@ -305,11 +331,13 @@ def karpenter_import(*, texts: Sequence[tuple[str, str]], user: Any, dry_run: bo
                 continue
             expected = {manifests.NODEPOOL_KIND: manifests.NODEPOOL_API_VERSION,
                         manifests.NODECLASS_KIND: manifests.NODECLASS_API_VERSION,
-                        buffer_manifests.KIND: buffer_manifests.API_VERSION}
+                        buffer_manifests.KIND: buffer_manifests.API_VERSION,
+                        **{k: other.api_version for k, other in OTHER_KINDS.items()}}
             if kind not in expected:
                 what = "kind is missing" if kind in (None, "") else f"unsupported kind {kind!r}"
-                problem("kind", f"{what}; expected NodePool (karpenter.sh/v1), EC2NodeClass (karpenter.k8s.aws/v1) "
-                                f"or CapacityBuffer ({buffer_manifests.API_VERSION})")
+                problem("kind", f"{what}; expected NodePool (karpenter.sh/v1), EC2NodeClass (karpenter.k8s.aws/v1), "
+                                f"CapacityBuffer ({buffer_manifests.API_VERSION}), NodeOverlay "
+                                f"({overlay_manifests.API_VERSION}) or Commitment ({commitment_manifests.API_VERSION})")
                 continue
             if api_version != expected[kind]:
                 what = "apiVersion is missing" if api_version in (None, "") else f"unsupported apiVersion {api_version!r}"
@@ -318,6 +346,8 @@ def karpenter_import(*, texts: Sequence[tuple[str, str]], user: Any, dry_run: bo
                 continue
             if kind == buffer_manifests.KIND:  # console/buffers reads it; its name is namespaced
                 values, structural = buffer_manifests.fields_from_manifest(doc)
+            elif kind in OTHER_KINDS:
+                values, structural = OTHER_KINDS[str(kind)].read(doc)
             else:
                 values, structural = manifests.fields_from_manifest(doc)
             for path, message in structural:
@@ -339,8 +369,9 @@ def karpenter_import(*, texts: Sequence[tuple[str, str]], user: Any, dry_run: bo
     # Validate every document against the model before writing anything.
     plan: list[tuple[str, str, dict[str, Any]]] = []  # (action, kind, values)
     for source, index, prefix, kind, values in parsed:
-        if kind == buffer_manifests.KIND:
-            action, problems = buffer_services.buffer_import_check(values=values)
+        if kind == buffer_manifests.KIND or kind in OTHER_KINDS:
+            check = OTHER_KINDS[kind].check if kind in OTHER_KINDS else buffer_services.buffer_import_check
+            action, problems = check(values=values)
             for path, text in problems:
                 result.problems.append(ImportProblem(index, f"{prefix}{path}", text, source))
             if not problems:
@@ -372,9 +403,10 @@ def karpenter_import(*, texts: Sequence[tuple[str, str]], user: Any, dry_run: bo
 
     with transaction.atomic():
         for action, kind, values in plan:
-            if kind == buffer_manifests.KIND:
+            if kind == buffer_manifests.KIND or kind in OTHER_KINDS:
                 if action != "unchanged":
-                    buffer_services.buffer_import_apply(values=values, user=user)
+                    write = OTHER_KINDS[kind].apply if kind in OTHER_KINDS else buffer_services.buffer_import_apply
+                    write(values=values, user=user)
                 continue
             model, _ = _KINDS[kind]
             if action == "created" and kind == manifests.NODEPOOL_KIND:
@@ -390,9 +422,12 @@ def karpenter_import(*, texts: Sequence[tuple[str, str]], user: Any, dry_run: bo
     return result
 
 
-def karpenter_export(objects: Sequence[NodePool | EC2NodeClass], *, buffers: Sequence[Any] = ()) -> str:
+def karpenter_export(objects: Sequence[NodePool | EC2NodeClass], *, buffers: Sequence[Any] = (),
+                     overlays: Sequence[NodeOverlay] = (), commitments: Sequence[Commitment] = ()) -> str:
     """Multi-document YAML that Karpenter accepts and that imports back to the same objects (`buffers`:
-    CapacityBuffer rows, after them)."""
+    CapacityBuffer rows, after them; then the NodeOverlay and Commitment rows)."""
     docs = [doc for doc in (_manifest(obj) for obj in objects) if doc is not None]
     docs += buffer_services.buffers_export(list(buffers))
+    docs += overlay_services.overlays_export(list(overlays))
+    docs += commitment_services.commitments_export(list(commitments))
     return manifests.dump_yaml(docs)

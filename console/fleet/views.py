@@ -18,6 +18,7 @@ from django.views import View
 from console.access import require_operator
 from console.backends.factory import cluster_backend
 from console.buffers import selectors as buffer_selectors
+from console.commitments import selectors as commitment_selectors
 from console.fleet import fieldtable, selectors, services
 from console.fleet.filters import (
     DecisionFilterSet,
@@ -27,6 +28,7 @@ from console.fleet.filters import (
 )
 from console.fleet.forms import ImportForm, NodeClassForm, NodePoolEditor, ScaleForm
 from console.fleet.models import ChangeRecord, Decision, EC2NodeClass, NodeClaim, NodePool
+from console.overlays import selectors as overlay_selectors
 
 # Label keys offered as suggestions in the requirement rows (free text is still accepted).
 SUGGESTED_KEYS = [
@@ -195,7 +197,9 @@ def nodepool_export(request: HttpRequest, name: str) -> HttpResponse:
 
 def export_all(request: HttpRequest) -> HttpResponse:
     objects: list[Any] = [*EC2NodeClass.objects.all(), *NodePool.objects.order_by("name")]
-    return _yaml_response(services.karpenter_export(objects, buffers=list(buffer_selectors.buffer_list())),
+    return _yaml_response(services.karpenter_export(objects, buffers=list(buffer_selectors.buffer_list()),
+                                                    overlays=list(overlay_selectors.overlay_list()),
+                                                    commitments=list(commitment_selectors.commitment_list())),
                           "karpenter.yaml")
 
 

@@ -14,7 +14,9 @@ import yaml
 from django.conf import settings
 
 from console.backends.base import ClusterBackend
+from console.commitments.models import Commitment
 from console.fleet.models import EC2NodeClass, NodeClaim, NodePool
+from console.overlays.models import NodeOverlay
 from console.whatif.models import Snapshot
 from console.whatif.suggestions import (
     CHANGE_KINDS,
@@ -400,6 +402,8 @@ def live_snapshot_yaml(*, cluster: ClusterBackend | None = None) -> str:
     world = live_world(cluster=cluster)
     docs = [d for d in world.docs() if d.get("kind") != "NodeClaim"] + \
         [d for d in world.workload if d.get("kind") == "NodeClaim"]
+    # the stored NodeOverlays and Commitments, so that a replay prices nodes as the loops do
+    docs += [o.manifest() for o in NodeOverlay.objects.all()] + [c.manifest() for c in Commitment.objects.all()]
     return yaml.safe_dump_all(docs, sort_keys=False)
 
 

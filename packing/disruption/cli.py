@@ -18,6 +18,7 @@ from packing.api import (
     build_cluster,
     consolidate,
     expand_workloads,
+    overlay_notice,
     parse_time,
     read_files,
     report_json,
@@ -79,9 +80,9 @@ def main(argv: Sequence[str] | None = None, *, stdout: TextIO | None = None, std
     except InputError as e:
         print(f"error: {e}", file=stderr)
         return 2
-    notice = skipped_notice(inp, cat_inp)
-    if notice:
-        print(notice, file=stderr)
+    for notice in (skipped_notice(inp, cat_inp), overlay_notice(catalog, inp, cat_inp)):
+        if notice:
+            print(notice, file=stderr)
     try:
         cluster = build_cluster(inp, ex, catalog)
         cluster.min_values_policy = args.min_values_policy

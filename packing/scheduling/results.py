@@ -41,6 +41,8 @@ class PlannedNodeClaim:
     allocatable: Resources
     # minValues were relaxed for it (policy BestEffort), or its options could not keep them
     min_values_relaxed: bool = False
+    # the NodeOverlays that set its offering's price or its type's capacity (packing.overlay), by name
+    overlays: list[str] = field(default_factory=list)
 
 
 @dataclass

@@ -539,6 +539,7 @@ class Solve:
                     capacity_type=off.capacity_type,
                     zone=off.zone,
                     price_per_hour=float(off.price or 0.0),
+                    overlays=list(off.overlays),
                     labels=labels,
                     taints=list(claim.tpl.pool.taints),
                     startup_taints=list(claim.tpl.pool.startup_taints),

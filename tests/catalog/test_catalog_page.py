@@ -1,4 +1,5 @@
-"""The catalog page and price overrides: searchable, dated, estimates marked, overrides applied."""
+"""The catalog page and price overrides: searchable, dated, estimates marked, overrides applied (an override is
+written as a NodeOverlay)."""
 
 from __future__ import annotations
 
@@ -8,21 +9,21 @@ import pytest
 from django.test import Client
 
 from console import adapters
-from console.catalog.models import PriceOverrideRule
+from console.overlays.models import NodeOverlay
 
 
 @pytest.fixture(autouse=True)
 def fresh_catalog_cache() -> Any:
-    adapters._catalog.cache_clear()
+    adapters.clear_catalog_cache()
     yield
-    adapters._catalog.cache_clear()
+    adapters.clear_catalog_cache()
 
 
 def m5_large_on_demand(client: Client) -> str:
     page = client.get("/catalog/?q=m5.large&family=m5")
     row = next(r for r in page.context["page"].object_list if r.name == "m5.large")
     assert row.on_demand is not None
-    return f"{row.on_demand.price} {row.on_demand.price_source}"
+    return f"{row.on_demand.price} {row.on_demand.price_source} {' '.join(row.on_demand.overlays)}".strip()
 
 
 def test_catalog_page_shows_sources_and_estimates(viewer_client: Client) -> None:
@@ -38,35 +39,43 @@ def test_catalog_page_shows_sources_and_estimates(viewer_client: Client) -> None
 def test_operator_adds_and_removes_override(operator_client: Client) -> None:
     assert m5_large_on_demand(operator_client).startswith("0.096 snapshot")
     response = operator_client.post("/catalog/overrides/", {"selector": "m5", "capacity_type": "on-demand",
-                                                            "percent": "-25", "note": "3y RI", "position": "0"})
+                                                            "percent": "-25", "note": "3y RI"})
     assert response.status_code == 302
     assert m5_large_on_demand(operator_client).startswith("0.072 ")
-    assert "override m5=-25%" in m5_large_on_demand(operator_client)
-    rule = PriceOverrideRule.objects.get()
-    assert operator_client.post(f"/catalog/overrides/{rule.pk}/delete/").status_code == 302
+    assert m5_large_on_demand(operator_client).endswith(" price-override-m5-on-demand")
+    # the override is the NodeOverlay it stands for, on the NodeOverlay page and in the export
+    overlay = NodeOverlay.objects.get()
+    assert overlay.manifest()["spec"] == {
+        "requirements": [{"key": "karpenter.k8s.aws/instance-family", "operator": "In", "values": ["m5"]},
+                         {"key": "karpenter.sh/capacity-type", "operator": "In", "values": ["on-demand"]}],
+        "priceAdjustment": "-25%"}
+    assert overlay.note == "3y RI"
+    assert b"price-override-m5-on-demand" in operator_client.get("/nodeoverlays/").content
+    assert operator_client.post(f"/catalog/overrides/{overlay.name}/delete/").status_code == 302
     assert m5_large_on_demand(operator_client).startswith("0.096 ")
 
 
 @pytest.mark.parametrize("data, field", [
-    ({"selector": "m5", "capacity_type": "on-demand", "position": "0"}, "price"),
-    ({"selector": "m5", "capacity_type": "on-demand", "position": "0", "price": "0.1", "percent": "-5"}, "price"),
-    ({"selector": "m5", "capacity_type": "on-demand", "position": "0", "percent": "-150"}, "percent"),
-    ({"selector": "m5", "capacity_type": "on-demand", "position": "0", "price": "-1"}, "price"),
+    ({"selector": "m5", "capacity_type": "on-demand"}, "price"),
+    ({"selector": "m5", "capacity_type": "on-demand", "price": "0.1", "percent": "-5"}, "price"),
+    ({"selector": "m5", "capacity_type": "on-demand", "percent": "-150"}, "percent"),
+    ({"selector": "m5", "capacity_type": "on-demand", "price": "-1"}, "price"),
+    ({"selector": "m5", "capacity_type": "on-demand", "price": "0.1", "weight": "0"}, "weight"),
 ])
 def test_bad_override_shows_error_at_field_and_saves_nothing(operator_client: Client, data: dict[str, str], field: str) -> None:
     response = operator_client.post("/catalog/overrides/", data)
     assert response.status_code == 400
     assert response.context["override_form"].errors[field]
-    assert not PriceOverrideRule.objects.exists()
+    assert not NodeOverlay.objects.exists()
 
 
 def test_viewer_cannot_change_overrides(viewer_client: Client, operator: Any) -> None:
     response = viewer_client.post("/catalog/overrides/", {"selector": "m5", "capacity_type": "on-demand",
-                                                          "percent": "-25", "position": "0"})
+                                                          "percent": "-25"})
     assert response.status_code == 403
-    rule = PriceOverrideRule.objects.create(selector="c5", percent=-10)
-    assert viewer_client.post(f"/catalog/overrides/{rule.pk}/delete/").status_code == 403
-    assert PriceOverrideRule.objects.count() == 1
+    NodeOverlay.objects.create(name="c5-discount", price_adjustment="-10%")
+    assert viewer_client.post("/catalog/overrides/c5-discount/delete/").status_code == 403
+    assert NodeOverlay.objects.count() == 1
 
 
 def test_refresh_is_skipped_without_aws(viewer_client: Client, settings: Any) -> None:

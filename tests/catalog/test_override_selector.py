@@ -1,37 +1,41 @@
-"""A price override's selector is what PriceOverride.matches compares with: "*", a family or a type
-in the catalog — anything else (free text, a glob, a label selector) would silently match nothing."""
+"""A price override's selector is what its NodeOverlay's requirement matches: "*", a family or a type in the
+catalog — anything else (free text, a glob, a label selector) would silently match nothing."""
 
 from __future__ import annotations
 
-from decimal import Decimal
 from typing import Any
 
 import pytest
-from django.core.exceptions import ValidationError
 from django.test import Client
 
 from console import adapters
-from console.catalog.models import PriceOverrideRule
+from console.overlays.models import NodeOverlay
 
 pytestmark = pytest.mark.django_db
 
 
 @pytest.fixture(autouse=True)
 def fresh_catalog_cache() -> Any:
-    adapters._catalog.cache_clear()
+    adapters.clear_catalog_cache()
     yield
-    adapters._catalog.cache_clear()
+    adapters.clear_catalog_cache()
 
 
 def post(client: Client, selector: str) -> Any:
     return client.post("/catalog/overrides/", {"selector": selector, "capacity_type": "on-demand",
-                                               "percent": "-10", "position": "0"})
+                                               "percent": "-10"})
 
 
 @pytest.mark.parametrize("selector", ["*", "m5", "m5.large", "u-6tb1.112xlarge", "c7gd"])
 def test_good_selectors(operator_client: Client, selector: str) -> None:
     assert post(operator_client, selector).status_code == 302
-    assert PriceOverrideRule.objects.get().selector == selector
+    reqs = NodeOverlay.objects.get().requirements
+    if selector == "*":
+        assert [r["key"] for r in reqs] == ["karpenter.sh/capacity-type"]
+    else:
+        assert reqs[0]["values"] == [selector]
+        assert reqs[0]["key"] == ("node.kubernetes.io/instance-type" if "." in selector
+                                  else "karpenter.k8s.aws/instance-family")
 
 
 @pytest.mark.parametrize(("selector", "message"), [
@@ -43,10 +47,4 @@ def test_bad_selectors_refused_at_the_field(operator_client: Client, selector: s
     response = post(operator_client, selector)
     assert response.status_code == 400
     assert any(message in e for e in response.context["override_form"].errors["selector"])
-    assert not PriceOverrideRule.objects.exists()
-
-
-def test_model_refuses_free_text() -> None:
-    with pytest.raises(ValidationError) as caught:
-        PriceOverrideRule(selector="free text", percent=Decimal(-5)).full_clean()
-    assert "selector" in caught.value.message_dict
+    assert not NodeOverlay.objects.exists()

@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 from packing.instancetype import InstanceType
 from packing.nodepool import DaemonSet, ExistingNodeSpec, NodePool
 from packing.ondemandshare import OnDemandShare, ShareBook, settle, split
+from packing.overlay import NodeOverlay, resolve_overlays
 from packing.pods import HostPort, LabelSelector, Pod, TopologySpread
 from packing.requirements import Requirement, Requirements
 from packing.resources import Resources
@@ -660,3 +661,42 @@ def test_every_plan_keeps_each_on_demand_share_where_the_pool_allows_on_demand(
             # at least the required replicas run on on-demand, unless pods of the workload found no place at all,
             # or too few are pending to make up for those already running on spot (provisioning moves no pod)
             assert on_demand + unplaced >= min(c.required, running_od + pending)
+@st.composite
+def overlay_lists(draw: st.DrawFn) -> list[NodeOverlay]:
+    out = []
+    for i in range(draw(st.integers(0, 5))):
+        reqs = []
+        if draw(st.booleans()):
+            reqs.append(Requirement.new(CT, "In", [draw(st.sampled_from(["spot", "on-demand"]))]))
+        if draw(st.booleans()):
+            reqs.append(Requirement.new(ZONE, draw(st.sampled_from(["In", "NotIn"])), [draw(st.sampled_from(ZONES))]))
+        kind = draw(st.integers(0, 3))
+        price = round(draw(st.floats(0, 2)), 4) if kind == 1 else None
+        adjustment = draw(st.sampled_from(["+0.1", "-0.05", "-10%", "+15%", "-100%", "-5"])) if kind == 2 else None
+        capacity = Resources({"example.com/dongle": draw(st.integers(1, 4)) * 1000}) if kind == 3 else Resources()
+        out.append(NodeOverlay(f"o{i}", Requirements(reqs), price, adjustment, capacity, draw(st.integers(0, 3))))
+    return out
+
+
+@given(catalogs(), overlay_lists(), st.randoms(use_true_random=False))
+def test_overlays_are_order_free_never_negative_and_touch_only_what_they_select(
+    cat: list[InstanceType], overlays: list[NodeOverlay], rnd: Any
+) -> None:
+    result = resolve_overlays(cat, overlays)
+    shuffled = list(overlays)
+    rnd.shuffle(shuffled)
+    again = resolve_overlays(cat, shuffled)
+    # the input order of the overlays does not matter (Karpenter orders them by weight, then name)
+    assert again.types == result.types and again.conflicts == result.conflicts
+    for before, after in zip(cat, result.types, strict=True):
+        assert after.name == before.name and len(after.offerings) == len(before.offerings)
+        for o0, o1 in zip(before.offerings, after.offerings, strict=True):
+            assert o1.price is None or o1.price >= 0
+            if o1.price != o0.price:
+                assert o1.overlays  # a changed price names the overlay that changed it
+        # cpu, memory and pods are never overlaid
+        for key in ("cpu", "pods"):
+            assert after.capacity.get(key) == before.capacity.get(key)
+    # a conflicting overlay is applied nowhere
+    out = {c.overlay for c in result.conflicts}
+    assert not out & {name for t in result.types for o in t.offerings for name in o.overlays}

@@ -18,8 +18,9 @@ from rest_framework.authtoken.models import Token
 
 from console.access import VIEWER_WRITES
 from console.alerts.models import AlertRule, Channel
-from console.catalog.models import PriceOverrideRule
+from console.commitments.models import Commitment
 from console.fleet.models import EC2NodeClass, NodePool
+from console.overlays.models import NodeOverlay
 from tests.console_pages import nodeclass, operator, operator_client, pool, viewer, viewer_client  # noqa: F401
 
 pytestmark = pytest.mark.django_db
@@ -59,7 +60,7 @@ def _state() -> str:
     digest = hashlib.sha256()
     for model in apps.get_models():
         if model._meta.app_label in {"fleet", "catalog", "control", "alerts", "whatif", "dashboards",
-                                     "simulation", "buffers", "auth", "authtoken"} and model is not User:
+                                     "simulation", "buffers", "overlays", "commitments", "auth", "authtoken"} and model is not User:
             digest.update(serializers.serialize("json", model.objects.order_by("pk")).encode())
     digest.update(repr(list(User.objects.order_by("pk").values_list("username", "is_active", "is_staff",
                                                                     "is_superuser", "password"))).encode())
@@ -73,7 +74,10 @@ def fleet(pool: NodePool, nodeclass: EC2NodeClass) -> None:  # noqa: F811
     channel.save()
     AlertRule.objects.create(name="budget", kind=AlertRule.BUDGET, metric="cost_per_hour",
                              threshold=Decimal(10), channel=channel)
-    PriceOverrideRule.objects.create(selector="m5", percent=Decimal(-10))
+    NodeOverlay.objects.create(name="m5-discount", price_adjustment="-10%",
+                               requirements=[{"key": "karpenter.k8s.aws/instance-family", "operator": "In",
+                                              "values": ["m5"]}])
+    Commitment.objects.create(name="ri-m5", type="ReservedInstances", instance_type="m5.large", count=2)
 
 
 def _viewer_session(user: User) -> Client:

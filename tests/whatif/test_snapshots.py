@@ -153,3 +153,24 @@ def test_a_20_mb_snapshot_is_accepted(db: Any) -> None:
     with pytest.raises(InputError, match="the limit is"):
         services.snapshot_create(name="too big", files=[("big.yaml", text + "#" * 300_000)])
     assert Snapshot.objects.count() == 1
+
+
+def test_a_live_snapshot_carries_the_nodeoverlays_and_commitments(world: Any, tmp_path: Path) -> None:
+    from console.commitments import services as commitment_services
+    from console.overlays import services as overlay_services
+
+    add_pod(world, "web-big", cpu="2", memory="4Gi")
+    before = selectors.replay_files([("a.yaml", selectors.live_snapshot_yaml(cluster=world.cluster))], at=AT)
+    overlay_services.overlay_create(values={"name": "half-price", "price_adjustment": "-50%"})
+    commitment_services.commitment_create(values={"name": "ri", "type": "ReservedInstances",
+                                                  "instance_type": "m5.large", "count": 1})
+    text = selectors.live_snapshot_yaml(cluster=world.cluster)
+    assert "kind: NodeOverlay" in text and "kind: Commitment" in text
+    path = tmp_path / "live.yaml"
+    path.write_text(text)
+    after = selectors.replay_files([("b.yaml", text)], at=AT)
+    assert strip_timing(after["plan"]) == strip_timing(cli(plan_cli, [str(path)]))
+    claims = after["plan"]["nodeclaims"]
+    assert claims and all(c["overlays"] == ["half-price"] for c in claims)
+    assert after["plan"]["summary"]["cost_per_hour"] == pytest.approx(before["plan"]["summary"]["cost_per_hour"] / 2,
+                                                                         rel=1e-3)

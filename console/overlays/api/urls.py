@@ -1,0 +1,15 @@
+"""/api/nodeoverlays/ (in the API's OpenAPI schema with the fleet's endpoints)."""
+
+from django.urls import include, path
+from rest_framework.routers import DefaultRouter
+
+from console.overlays.api import views
+
+app_name = "overlays-api"
+
+router = DefaultRouter(trailing_slash=True)
+router.include_root_view = False
+router.include_format_suffixes = False
+router.register("nodeoverlays", views.NodeOverlayViewSet, basename="nodeoverlay")
+
+urlpatterns = [path("", include(router.urls))]
