@@ -32,6 +32,7 @@ from packing.resources import CPU, MEMORY, PODS
 from packing.scheduling import reasons
 from packing.scheduling.amounts import clamped_node, clamped_pod, no_options_reason, representable_types
 from packing.scheduling.reasons import Reason
+from packing.scheduling.reservations import choice_catalog, has_limited
 from packing.scheduling.results import Results
 from packing.scheduling.solve import Solve
 from packing.scheduling.templates import PoolTemplate
@@ -62,6 +63,10 @@ class Scheduler:
         self.nodepools = sorted(nodepools, key=lambda p: (-p.weight, p.name))
         # amounts beyond MAX_AMOUNT are not computed with (see packing.resources.MAX_AMOUNT)
         self.instance_types = representable_types(instance_types)
+        # reserved offerings and commitments' shares are limited (packing.scheduling.reservations)
+        self.limited = has_limited(self.instance_types)
+        if self.limited:
+            self.instance_types = choice_catalog(self.instance_types)
         self.existing_nodes = [clamped_node(n) for n in existing_nodes]
         self.running_pods = [clamped_pod(p) for p in running_pods]
         self.daemonsets = [
@@ -80,8 +85,12 @@ class Scheduler:
         self._price: dict[tuple[str, str, str], float] = {}
         for it in self.instance_types:
             for o in it.offerings:
+                if o.coverage is not None:
+                    continue  # a commitment's share of an on-demand offering lists at that offering's price
                 if o.price is not None:
-                    self._price[(it.name, o.zone, o.capacity_type)] = o.price
+                    self._price[(it.name, o.zone, o.capacity_type)] = (
+                        o.list_price if o.list_price is not None else o.price
+                    )
 
     def price_of(self, labels: Mapping[str, str]) -> float | None:
         return self._price.get(
