@@ -7,10 +7,13 @@ replays do with documents held in memory. Errors are InputErrors (the CLIs print
 from __future__ import annotations
 
 from collections.abc import Sequence
+from datetime import datetime
 from typing import Any
 
 from packing.buffers import ResolvedBuffer, buffer_reports, resolve_buffers, without_virtual
 from packing.catalog import load_builtin
+from packing.commitmentpricing import priced_catalog, settle_plan
+from packing.commitments import Commitment
 from packing.fields import InputError
 from packing.instancetype import InstanceType
 from packing.kubeobjects import Inputs, expand_workloads, inflight_claims
@@ -108,6 +111,8 @@ def plan(
     *,
     lower_bound: bool = True,
     min_values_policy: MinValuesPolicy = MinValuesPolicy.STRICT,
+    commitments: Sequence[Commitment] = (),
+    at: datetime | None = None,
 ) -> Results:
     """The provisioner's plan for the pending pods of `inp` (workloads without pods expanded first): the
     NodeClaims to launch, the placements on existing nodes, and why each unschedulable pod is. With
@@ -115,21 +120,30 @@ def plan(
 
     The virtual pods of the input's CapacityBuffers are solved for with the pending pods, so the plan launches
     room for them; they are then taken out of its pending and unschedulable pods and reported in
-    Results.buffers instead."""
+    Results.buffers instead.
+
+    `commitments` (Reserved Instances, Savings Plans; packing.commitmentpricing): the solve prices on-demand
+    capacity they cover at the marginal cost the bill sees, after the existing nodes have used them, and each
+    NodeClaim gets its effective price and the commitments that cover it (Results.commitments: their use).
+    `at` leaves out the commitments not in force then (None: all are)."""
     expand_workloads(inp)
     resolved = buffer_pods(inp)
     nodes = existing_nodes(inp, catalog)
+    priced = priced_catalog(catalog, commitments, nodes, at) if commitments else catalog
     sched = Scheduler(
         inp.nodepools,
-        catalog,
+        priced,
         nodes,
         inp.running,
         inp.daemonsets,
         min_values_policy=min_values_policy,
     )
     if not resolved:
-        return sched.solve(inp.pending, lower_bound=lower_bound)
-    res = sched.solve([*inp.pending, *(p for r in resolved for p in r.pods)], lower_bound=lower_bound)
-    res.buffers = buffer_reports(resolved, res, {n.name: n.allocatable for n in nodes})
-    without_virtual(res, resolved)
+        res = sched.solve(inp.pending, lower_bound=lower_bound)
+    else:
+        res = sched.solve([*inp.pending, *(p for r in resolved for p in r.pods)], lower_bound=lower_bound)
+        res.buffers = buffer_reports(resolved, res, {n.name: n.allocatable for n in nodes})
+        without_virtual(res, resolved)
+    if commitments:
+        settle_plan(res, catalog, commitments, nodes, at)
     return res

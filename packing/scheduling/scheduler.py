@@ -205,4 +205,4 @@ def _weight_ties(tpls: Sequence[PoolTemplate]) -> list[list[PoolTemplate]]:
 
 def _plan_key(res: Results) -> tuple[int, float]:
     """Fewer unschedulable pods first, then the lower cost (rounded, so that float noise never decides)."""
-    return (len(res.unschedulable_reasons), round(res.cost_per_hour, 9))
+    return (len(res.unschedulable_reasons), round(res.effective_cost_per_hour, 9))

@@ -562,6 +562,10 @@ class Solve:
                     **limited_fields(off),
                 )
             )
+        if self.s.limited:
+            for c in res.nodeclaims:
+                if c.effective_price_per_hour is None:
+                    c.effective_price_per_hour = c.price_per_hour
         for node in self.nodes:
             res.existing.append(
                 ExistingPlacement(node.name, node.spec.kind, list(node.pods), self.s.price_of(node.labels))
