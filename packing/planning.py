@@ -19,6 +19,7 @@ from packing.instancetype import InstanceType
 from packing.kubeobjects import Inputs, expand_workloads, inflight_claims
 from packing.nodepool import ExistingNodeSpec
 from packing.requirements import MinValuesPolicy
+from packing.scheduling.reservations import without_expiring_blocks
 from packing.scheduling.results import Results
 from packing.scheduling.scheduler import Scheduler
 
@@ -125,10 +126,13 @@ def plan(
     `commitments` (Reserved Instances, Savings Plans; packing.commitmentpricing): the solve prices on-demand
     capacity they cover at the marginal cost the bill sees, after the existing nodes have used them, and each
     NodeClaim gets its effective price and the commitments that cover it (Results.commitments: their use).
-    `at` leaves out the commitments not in force then (None: all are)."""
+    `at` leaves out the commitments not in force then and the Capacity Blocks that end within the drain lead
+    time (None: all commitments count and every block is open)."""
     expand_workloads(inp)
     resolved = buffer_pods(inp)
     nodes = existing_nodes(inp, catalog)
+    if at is not None:
+        catalog = without_expiring_blocks(catalog, at)  # a Capacity Block about to end takes no new node
     priced = priced_catalog(catalog, commitments, nodes, at) if commitments else catalog
     sched = Scheduler(
         inp.nodepools,

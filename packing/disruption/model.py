@@ -226,6 +226,8 @@ class NotDisruptedCategory(StrEnum):
     NO_LAUNCHABLE_TYPE = "no-launchable-type"  # no nodepool can launch any instance type of the catalog
     NO_CHEAPER_REPLACEMENT = "no-cheaper-replacement"  # NotDisrupted.cheapest_replacement: the cheapest that fits
     SPOT_TO_SPOT = "spot-to-spot"  # Karpenter's limits on replacing spot with spot
+    # the move would take pods off a capacity reservation (prepaid) onto a new node that is not on one
+    RESERVED_CAPACITY = "reserved-capacity"
     NO_SAVING = "no-saving"  # the pods would cost as much elsewhere
     BELOW_MIN_SAVINGS = "below-min-savings"  # the move saves less than --min-savings
     # consolidationPolicy Balanced: the move's score is below 1/k (NotDisrupted.score says by how much)

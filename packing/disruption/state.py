@@ -37,6 +37,7 @@ from packing.durations import format_duration
 from packing.instancetype import InstanceType
 from packing.nodepool import NodePool
 from packing.pods import Pod
+from packing.scheduling.reservations import without_expiring_blocks
 from packing.scheduling.results import PlannedNodeClaim
 from packing.scheduling.scheduler import Scheduler
 
@@ -94,9 +95,17 @@ class RunState:
         self.max_solves = max_solves
         self.pools: dict[str, NodePool] = {p.name: p for p in cluster.nodepools}
         self.catalog: dict[str, InstanceType] = {it.name: it for it in cluster.catalog}
+        # a Capacity Block about to end takes no new node (packing.disruption.capacityblock drains its nodes)
         self.base = Scheduler(
-            cluster.nodepools, cluster.catalog, (), (), cluster.daemonsets, min_values_policy=cluster.min_values_policy
+            cluster.nodepools,
+            without_expiring_blocks(cluster.catalog, at),
+            (),
+            (),
+            cluster.daemonsets,
+            min_values_policy=cluster.min_values_policy,
         )
+        # a reservation's free count holds the input's nodes, not the replacements the run launches onto it
+        self.base.reservation_counted = frozenset(n.name for n in cluster.nodes)
         self.info: dict[str, NodeInfo] = {n.name: n for n in cluster.nodes}
         self.input_order = [n.name for n in cluster.nodes]
         fixed = {p.key for p in cluster.running if self.is_fixed(p)}

@@ -193,7 +193,7 @@ def _options_within(sv: Solve, tpl: PoolTemplate, reqs: Requirements, ledger: Le
 
 def _running_ledger(sv: Solve) -> Ledger:
     """What the limited pools have left after the claims the solve holds so far."""
-    ledger = Ledger(sv.s.instance_types, sv.s.existing_nodes, sv.exclude)
+    ledger = Ledger(sv.s.instance_types, sv.s.existing_nodes, sv.s.reservation_counted)
     for c in sv.claims:
         if c.offering is not None and c.offering.limited:
             ledger.take(c.offering)

@@ -15,11 +15,19 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Collection, Sequence
+from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
 
 import numpy as np
 
-from packing.instancetype import CAPACITY_TYPE_RESERVED, CAPACITY_TYPE_SPOT, InstanceType, Offering
+from packing.instancetype import (
+    CAPACITY_TYPE_RESERVED,
+    CAPACITY_TYPE_SPOT,
+    InstanceType,
+    Offering,
+    Reservation,
+    ReservationType,
+)
 from packing.nodepool import ExistingNodeSpec
 from packing.scheduling import reasons
 
@@ -29,6 +37,7 @@ if TYPE_CHECKING:
     from packing.scheduling.templates import TypeOption
 
 __all__ = [
+    "CAPACITY_BLOCK_LEAD",
     "LIMITED_TIEBREAK",
     "RESERVATION_ID_LABEL",
     "RESERVATION_INTERRUPTIBLE_LABEL",
@@ -40,7 +49,9 @@ __all__ = [
     "packing_price",
     "pool_of",
     "reservation_labels",
+    "expiring",
     "settle",
+    "without_expiring_blocks",
 ]
 
 # the node labels of the AWS provider for a node launched into a capacity reservation
@@ -50,6 +61,35 @@ RESERVATION_INTERRUPTIBLE_LABEL = "karpenter.k8s.aws/capacity-reservation-interr
 # what the cost packer adds to a limited offering priced 0 so that it still fills those nodes rather than open
 # one per pod (every bin at 0 costs the same); the plan's prices never include it
 LIMITED_TIEBREAK = 1e-6
+
+
+# how long before a Capacity Block's end its nodes are deleted (EC2 starts reclaiming 30 minutes
+# before the end; the AWS provider deletes the NodeClaims 10 minutes earlier: aws/karpenter-provider-aws,
+# pkg/controllers/capacityreservation/expiration/controller.go)
+CAPACITY_BLOCK_LEAD = timedelta(minutes=40)
+
+
+def expiring(r: Reservation, at: datetime) -> bool:
+    """A Capacity Block within CAPACITY_BLOCK_LEAD of its end (or past it) at `at`."""
+    return r.type == ReservationType.CAPACITY_BLOCK and r.ends is not None and r.ends - CAPACITY_BLOCK_LEAD <= at
+
+
+def without_expiring_blocks(catalog: Sequence[InstanceType], at: datetime) -> list[InstanceType]:
+    """The catalog with the offerings of Capacity Blocks that are expiring at `at` unavailable."""
+    out: list[InstanceType] = []
+    for it in catalog:
+        if any(o.reservation is not None and expiring(o.reservation, at) for o in it.offerings):
+            it = dataclasses.replace(
+                it,
+                offerings=tuple(
+                    dataclasses.replace(o, available=False)
+                    if o.reservation is not None and expiring(o.reservation, at)
+                    else o
+                    for o in it.offerings
+                ),
+            )
+        out.append(it)
+    return out
 
 
 def capacity_rank(o: Offering) -> int:
@@ -110,11 +150,18 @@ def reservation_labels(o: Offering) -> dict[str, str]:
 class Ledger:
     """What is left of each limited pool: the least count any offering of the pool states (as Karpenter's
     ReservationManager, offerings of one reservation seen through several pools may disagree), less one per
-    in-flight NodeClaim already on the reservation (its launch may not be in the count yet). A registered Node
-    is: AvailableInstanceCount excludes the instances running in the reservation."""
+    node on the reservation the count does not hold yet. `counted`: the nodes the count already holds (a
+    registered Node is: AvailableInstanceCount excludes the instances running in the reservation); None for
+    every kind="Node", so that in-flight NodeClaims (whose launch may not be in the count yet) come off. The
+    disruption simulation passes its input's nodes, so that the replacements its earlier actions launched onto
+    a reservation come off too. A node the solve excludes (to be disrupted) still holds its instance: Karpenter
+    launches the replacement before the node goes."""
 
     def __init__(
-        self, catalog: Sequence[InstanceType], existing: Sequence[ExistingNodeSpec], exclude: Collection[str] = ()
+        self,
+        catalog: Sequence[InstanceType],
+        existing: Sequence[ExistingNodeSpec],
+        counted: Collection[str] | None = None,
     ) -> None:
         self.left: dict[str, float] = {}
         for it in catalog:
@@ -128,7 +175,9 @@ class Ledger:
         for n in existing:
             rid = n.labels.get(RESERVATION_ID_LABEL)
             key = "reservation/" + rid if rid else ""
-            if n.kind == "NodeClaim" and key in self.left and n.name not in exclude:
+            if key not in self.left:
+                continue
+            if n.kind == "NodeClaim" if counted is None else n.name not in counted:
                 self.left[key] = max(0.0, self.left[key] - 1)
 
     @staticmethod
@@ -190,7 +239,7 @@ def _refit(sv: Solve, claim: NodeClaim, ledger: Ledger) -> bool:
 def settle(sv: Solve, claims: list[NodeClaim]) -> list[NodeClaim]:
     """The claims that keep every limited pool within its count (in claim order), the others moved off it; a
     claim nothing is left to is dropped and its pods are unschedulable on its pool."""
-    ledger = Ledger(sv.s.instance_types, sv.s.existing_nodes, sv.exclude)
+    ledger = Ledger(sv.s.instance_types, sv.s.existing_nodes, sv.s.reservation_counted)
     kept: list[NodeClaim] = []
     for claim in claims:
         off = claim.offering

@@ -377,7 +377,8 @@ class Solve:
         for tpl in self.tpls:
             if not tpl.options:
                 continue
-            prices = np.array([_cap_price(o.offering_for(tpl.base) or o.offerings[0]) for o in tpl.options])
+            offs = [o.offering_for(tpl.base) or o.offerings[0] for o in tpl.options]
+            prices = np.array([_cap_price(off) for off in offs])
             m = tpl.alloc_matrix
             fits = (m >= biggest).all(axis=1)
             if not fits.any():
@@ -388,7 +389,10 @@ class Solve:
             est = prices * need.max(axis=1)
             est = np.where(fits, est, np.inf)
             best = int(np.argmin(est))
-            self.size_caps[tpl.name] = prices <= prices[best] + 1e-12
+            cap = prices <= prices[best] + 1e-12
+            if self.s.limited:
+                cap |= np.array([off.limited for off in offs], dtype=bool)  # a reservation is always in reach
+            self.size_caps[tpl.name] = cap
 
     def run(self, lower_bound: bool) -> Results:
         self._compute_size_caps([c for c in self.ctxs if self._is_constrained(c)])
