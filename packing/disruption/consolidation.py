@@ -31,6 +31,7 @@ __all__ = [
     "consolidatable",
     "consolidation_why",
     "judge",
+    "out_of_reservation",
     "spot_to_spot_refusal",
     "within_limits",
 ]
