@@ -13,7 +13,6 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from packing.instancetype import Offering
-
 from packing.pods import Pod
 from packing.resources import Resources
 from packing.scheduling.reasons import Reason, pairs
