@@ -191,6 +191,12 @@ def _options_within(sv: Solve, tpl: PoolTemplate, reqs: Requirements, ledger: Le
     return opts, allocs
 
 
+def _used_up_reservation(ledger: Ledger) -> str | None:
+    """The first reservation (by id) with nothing left, for the reason of pods only it could have taken."""
+    gone = sorted(k for k, v in ledger.left.items() if k.startswith("reservation/") and v < 1.0 - 1e-9)
+    return gone[0].removeprefix("reservation/") if gone else None
+
+
 def _running_ledger(sv: Solve) -> Ledger:
     """What the limited pools have left after the claims the solve holds so far."""
     ledger = Ledger(sv.s.instance_types, sv.s.existing_nodes, sv.s.reservation_counted)
@@ -210,12 +216,15 @@ def _pack_group(
     idx = list(range(len(members)))
     # without limited offerings one pass; with them, the pods of bins beyond a pool's count are packed again
     # on what is left (each pass uses up at least one pool, or packs everything)
-    for _pass in range(len(ledger.left) + 2 if ledger is not None else 1):
+    for npass in range(len(ledger.left) + 2 if ledger is not None else 1):
         fits_some = fits_any(podm[idx], allocs) if opts else np.zeros(len(idx), dtype=bool)
+        used_up = _used_up_reservation(ledger) if npass and ledger is not None else None
         for i in np.flatnonzero(~fits_some).tolist():
             c = members[idx[i]]
             excluded.setdefault(id(c), set()).add(tpl.name)
             left.append(c)
+            if used_up is not None:
+                sv.reservation_full[c.pod.key] = (tpl.name, used_up)
         idx = [idx[i] for i in np.flatnonzero(fits_some).tolist()]
         if not idx:
             return left

@@ -88,6 +88,8 @@ class Solve:
         self.started = time.perf_counter()
         keyset: set[str] = {CPU, MEMORY, PODS}
         self.errors: dict[str, list[Reason]] = {}
+        # pod -> (pool, reservation id): bulk packing left it out once the pool's reservations were used up
+        self.reservation_full: dict[str, tuple[str, str]] = {}
         beyond: list[Pod] = []
         for p in pods:
             keyset.update(p.requests)
@@ -428,6 +430,11 @@ class Solve:
             failed.extend(self._keep_min_values_in_bulk(first_bulk))
         for ctx in failed:
             self.errors[ctx.pod.key] = self.explain(ctx)
+            full = self.reservation_full.get(ctx.pod.key)
+            if full is not None:
+                # the pool would take it but for a used-up reservation: say so rather than the generic reason
+                why = reasons.reservation_full(*full)
+                self.errors[ctx.pod.key] = [why if r.nodepool == full[0] else r for r in self.errors[ctx.pod.key]]
         if not self.greedy:
             repack_small_groups(self, first_bulk, seq_before)
         return self.results(lower_bound)

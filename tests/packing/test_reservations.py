@@ -85,6 +85,8 @@ def test_a_reserved_only_pool_leaves_pods_beyond_the_reservation_unschedulable()
     assert len(r.nodeclaims) == 2 and len(on_reservation(r)) == 2  # type: ignore[attr-defined]
     assert r.scheduled == sum(len(c.pods) for c in r.nodeclaims)  # type: ignore[attr-defined]
     assert r.unschedulable  # type: ignore[attr-defined]
+    for why in r.unschedulable_reasons.values():  # type: ignore[attr-defined]
+        assert [(x.kind.value, dict(x.detail)) for x in why] == [("offering", {"reservation": "cr-1"})]
 
 
 def test_pod_by_pod_claims_keep_the_count_too() -> None:
