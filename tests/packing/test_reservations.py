@@ -211,3 +211,57 @@ def test_expiring_capacity_block_offers_no_new_node_when_planning_at_a_time() ->
     inp2.pending.append(pod("a", "3", "6Gi"))
     late = run_plan(inp2, cat, at=ENDS - timedelta(minutes=39))
     assert late.nodeclaims[0].reservation_id is None
+
+
+CLUSTER = """
+apiVersion: karpenter.sh/v1
+kind: NodePool
+metadata: {name: default}
+spec:
+  template:
+    spec:
+      requirements:
+        - {key: karpenter.sh/capacity-type, operator: In, values: [reserved, spot, on-demand]}
+      nodeClassRef: {name: default}
+---
+apiVersion: loadmaster.dev/v1alpha1
+kind: InstanceType
+metadata: {name: m5.large}
+spec:
+  capacity: {cpu: "2", memory: 8Gi, pods: "29"}
+  offerings:
+    - {zone: us-east-1a, capacityType: on-demand, price: "0.096"}
+    - {zone: us-east-1a, capacityType: spot, price: "0.035"}
+    - {zone: us-east-1a, capacityType: reserved, price: "0.096", reservationId: cr-0abc, reservationCapacity: 1,
+       reservationType: capacity-block, reservationEnds: "2026-12-04T10:00:00Z"}
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: web, namespace: default}
+spec:
+  replicas: 2
+  selector: {matchLabels: {app: web}}
+  template:
+    metadata: {labels: {app: web}}
+    spec:
+      containers: [{name: c, resources: {requests: {cpu: 1500m, memory: 1Gi}}}]
+"""
+
+
+def test_plan_cli_fills_the_reservation_then_spot(tmp_path: object) -> None:
+    import io
+    import json
+    import pathlib
+
+    from packing.plan_cli import main
+
+    f = pathlib.Path(str(tmp_path)) / "c.yaml"
+    f.write_text(CLUSTER)
+    out, err = io.StringIO(), io.StringIO()
+    assert main([str(f), "--output", "json"], stdout=out, stderr=err) == 0, err.getvalue()
+    doc = json.loads(out.getvalue())
+    got = sorted((c["capacity_type"], c.get("reservation_id")) for c in doc["nodeclaims"])
+    assert got == [("reserved", "cr-0abc"), ("spot", None)]
+    reserved = next(c for c in doc["nodeclaims"] if c["capacity_type"] == "reserved")
+    assert reserved["labels"]["karpenter.k8s.aws/capacity-reservation-type"] == "capacity-block"
+    assert reserved["reservation_ends"] == "2026-12-04T10:00:00Z"
