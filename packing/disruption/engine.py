@@ -1,4 +1,5 @@
-"""The disruption loop: emptiness, drift, expiration, multi-node and single-node consolidation, in Karpenter's order.
+"""The disruption loop: emptiness, drift, expiration, multi-node and single-node consolidation, in Karpenter's order,
+after the drain of nodes on Capacity Blocks about to end (the AWS provider's own controller; here a method).
 
 With Loadmaster's own repack move on (beyond Karpenter; see repack.py: a group of nodes whose pods are re-planned
 onto new nodes and the room left on nodes that stay, possibly more nodes than it removes), consolidation runs in
@@ -65,7 +66,7 @@ def methods(run: RunState, *, repack: bool) -> tuple[Method, ...]:
     Capacity Block expiry, emptiness, drift and expiration come first in every round. With repack on, the moves that only delete nodes
     come next (they wait while repacks follow one another, then look again with all the room the repacks left),
     then repack, then Karpenter's replacements (k nodes -> one cheaper node): see the module's docstring for why
-    this order. Repack asks the first three again after each of its actions."""
+    this order. Repack asks the first four again after each of its actions."""
     first: tuple[Method, ...] = (CapacityBlockExpiry(run), Emptiness(run), Drift(run), Expiration(run))
     if not repack:
         return (*first, MultiNode(run), SingleNode(run))
