@@ -36,6 +36,7 @@ from packing.scheduling.results import CommitmentUse, Results
 __all__ = [
     "NORMALIZATION_FACTORS",
     "CommitmentBook",
+    "existing_prices",
     "family_and_size",
     "priced_catalog",
     "settle_plan",
@@ -155,8 +156,10 @@ class CommitmentBook:
             pool.used_by_plan += taken
         return taken / units if units > _EPS else 1.0
 
-    def use_existing(self, nodes: Sequence[ExistingNodeSpec], catalog: Sequence[InstanceType]) -> None:
-        """The existing fleet's on-demand nodes take their commitments first (by name)."""
+    def use_existing(self, nodes: Sequence[ExistingNodeSpec], catalog: Sequence[InstanceType]) -> dict[str, float]:
+        """The existing fleet's on-demand nodes take their commitments first (by name); returns the effective
+        price of each node a commitment covers (what removing it takes off the bill)."""
+        out: dict[str, float] = {}
         types = {it.name: it for it in catalog}
         for n in sorted(nodes, key=lambda n: n.name):
             if n.labels.get(CAPACITY_TYPE_LABEL) != CAPACITY_TYPE_ON_DEMAND:
@@ -168,7 +171,9 @@ class CommitmentBook:
                 continue
             hit = self.cover(it.name, dict(it.labels), zone, od)
             if hit is not None:
-                self.consume(*hit, existing=True)
+                frac = self.consume(*hit, existing=True)
+                out[n.name] = round(od * (1.0 - frac), 9) if frac < 1.0 else 0.0
+        return out
 
     def uses(self) -> list[CommitmentUse]:
         return [
@@ -182,6 +187,17 @@ def _on_demand_price(it: InstanceType, zone: str) -> float | None:
         if o.zone == zone and o.capacity_type == CAPACITY_TYPE_ON_DEMAND and o.coverage is None and o.price is not None:
             return o.list_price if o.list_price is not None else o.price
     return None
+
+
+def existing_prices(
+    commitments: Iterable[Commitment],
+    nodes: Sequence[ExistingNodeSpec],
+    catalog: Sequence[InstanceType],
+    at: datetime | None = None,
+) -> dict[str, float]:
+    """The effective price of each existing node a commitment covers (0 when wholly covered): what removing
+    the node takes off the bill, the commitment billing on."""
+    return CommitmentBook(commitments, at).use_existing(nodes, catalog)
 
 
 def priced_catalog(

@@ -15,6 +15,7 @@ from enum import StrEnum
 from typing import Any
 
 from packing.buffers import BufferReport, ResolvedBuffer
+from packing.commitments import Commitment
 from packing.disruption.donotdisrupt import DO_NOT_DISRUPT
 from packing.disruption.formatting import money
 from packing.durations import parse_duration
@@ -166,6 +167,9 @@ class Cluster:
     min_values_policy: MinValuesPolicy = MinValuesPolicy.STRICT
     # the input's CapacityBuffers as resolved (packing.buffers): their virtual pods are among `pending`
     buffers: list[ResolvedBuffer] = field(default_factory=list)
+    # Reserved Instances and Savings Plans (packing.commitmentpricing): nodes they cover are priced at what
+    # removing them saves, new nodes at their marginal cost
+    commitments: list[Commitment] = field(default_factory=list)
 
     def settings_for(self, pool: str) -> DisruptionSettings:
         return self.settings.get(pool, DisruptionSettings())

@@ -14,6 +14,7 @@ from datetime import datetime
 from functools import cached_property
 from typing import Any, Generic, TypeVar, cast
 
+from packing.commitmentpricing import existing_prices, priced_catalog
 from packing.disruption.balanced import Scorer, pod_disruption_cost
 from packing.disruption.budgets import budget_limit
 from packing.disruption.donotdisrupt import do_not_disrupt_reason
@@ -96,16 +97,21 @@ class RunState:
         self.pools: dict[str, NodePool] = {p.name: p for p in cluster.nodepools}
         self.catalog: dict[str, InstanceType] = {it.name: it for it in cluster.catalog}
         # a Capacity Block about to end takes no new node (packing.disruption.capacityblock drains its nodes)
+        catalog = without_expiring_blocks(cluster.catalog, at)
+        existing = [*(n.spec for n in cluster.nodes), *cluster.inflight]
+        if cluster.commitments:
+            # on-demand capacity the commitments cover, at its marginal price, after the input's nodes used them
+            catalog = priced_catalog(catalog, cluster.commitments, existing, at)
         self.base = Scheduler(
             cluster.nodepools,
-            without_expiring_blocks(cluster.catalog, at),
+            catalog,
             (),
             (),
             cluster.daemonsets,
             min_values_policy=cluster.min_values_policy,
         )
-        # a reservation's free count holds the input's nodes, not the replacements the run launches onto it
-        self.base.reservation_counted = frozenset(n.name for n in cluster.nodes)
+        # the replacements the run launches take their share of reservations and commitments
+        self.base.input_nodes = frozenset([*(n.name for n in cluster.nodes), *(s.name for s in cluster.inflight)])
         self.info: dict[str, NodeInfo] = {n.name: n for n in cluster.nodes}
         self.input_order = [n.name for n in cluster.nodes]
         fixed = {p.key for p in cluster.running if self.is_fixed(p)}
@@ -125,6 +131,9 @@ class RunState:
             pr = self.base.price_of(n.spec.labels)
             self.price[n.name] = pr or 0.0
             self.price_known[n.name] = pr is not None
+        if cluster.commitments:
+            # a node a commitment covers saves only its uncovered share when it goes: the commitment bills on
+            self.price.update(existing_prices(cluster.commitments, existing, cluster.catalog, at))
         self.total: dict[str, int] = {}  # nodes per pool, for budgets given as a percent
         self.busy: dict[str, set[str]] = {}  # per pool, the nodes disrupting (before the run or by its actions)
         for n in cluster.nodes:

@@ -199,7 +199,7 @@ def _used_up_reservation(ledger: Ledger) -> str | None:
 
 def _running_ledger(sv: Solve) -> Ledger:
     """What the limited pools have left after the claims the solve holds so far."""
-    ledger = Ledger(sv.s.instance_types, sv.s.existing_nodes, sv.s.reservation_counted)
+    ledger = Ledger(sv.s.instance_types, sv.s.existing_nodes, sv.s.input_nodes)
     for c in sv.claims:
         if c.offering is not None and c.offering.limited:
             ledger.take(c.offering)

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from packing.instancetype import (
+    CAPACITY_TYPE_ON_DEMAND,
     CAPACITY_TYPE_RESERVED,
     CAPACITY_TYPE_SPOT,
     InstanceType,
@@ -28,7 +29,7 @@ from packing.instancetype import (
     Reservation,
     ReservationType,
 )
-from packing.nodepool import ExistingNodeSpec
+from packing.nodepool import CAPACITY_TYPE_LABEL, INSTANCE_TYPE_LABEL, ZONE_LABEL, ExistingNodeSpec
 from packing.scheduling import reasons
 
 if TYPE_CHECKING:
@@ -149,19 +150,21 @@ def reservation_labels(o: Offering) -> dict[str, str]:
 
 class Ledger:
     """What is left of each limited pool: the least count any offering of the pool states (as Karpenter's
-    ReservationManager, offerings of one reservation seen through several pools may disagree), less one per
-    node on the reservation the count does not hold yet. `counted`: the nodes the count already holds (a
-    registered Node is: AvailableInstanceCount excludes the instances running in the reservation); None for
-    every kind="Node", so that in-flight NodeClaims (whose launch may not be in the count yet) come off. The
-    disruption simulation passes its input's nodes, so that the replacements its earlier actions launched onto
-    a reservation come off too. A node the solve excludes (to be disrupted) still holds its instance: Karpenter
-    launches the replacement before the node goes."""
+    ReservationManager, offerings of one reservation seen through several pools may disagree), less what the
+    existing nodes take that the count does not hold yet.
+
+    A reservation's free count (EC2's AvailableInstanceCount) holds the registered Nodes running in it, not the
+    in-flight NodeClaims (kind "NodeClaim": their launch may not be in it yet), which come off. A commitment's
+    rest (packing.commitmentpricing) is what the input's nodes left. `input_nodes`: the names of the run's
+    input nodes, set by the disruption simulation, so that the replacements its earlier actions launched come
+    off too (onto a reservation, or onto on-demand capacity a commitment covers). A node the solve excludes (to
+    be disrupted) still holds its share: Karpenter launches the replacement before the node goes."""
 
     def __init__(
         self,
         catalog: Sequence[InstanceType],
         existing: Sequence[ExistingNodeSpec],
-        counted: Collection[str] | None = None,
+        input_nodes: Collection[str] | None = None,
     ) -> None:
         self.left: dict[str, float] = {}
         for it in catalog:
@@ -172,13 +175,23 @@ class Ledger:
                 cap = float(o.reservation.available) if o.reservation is not None else o.coverage.budget  # type: ignore[union-attr]
                 if key not in self.left or cap < self.left[key]:
                     self.left[key] = cap
+        if not self.left:
+            return
+        types = {it.name: it for it in catalog} if input_nodes is not None else {}
         for n in existing:
+            launched = input_nodes is not None and n.name not in input_nodes
             rid = n.labels.get(RESERVATION_ID_LABEL)
             key = "reservation/" + rid if rid else ""
-            if key not in self.left:
+            if key in self.left:
+                if n.kind == "NodeClaim" or launched:
+                    self.left[key] = max(0.0, self.left[key] - 1)
                 continue
-            if n.kind == "NodeClaim" if counted is None else n.name not in counted:
-                self.left[key] = max(0.0, self.left[key] - 1)
+            if launched and n.labels.get(CAPACITY_TYPE_LABEL) == CAPACITY_TYPE_ON_DEMAND:
+                it = types.get(n.labels.get(INSTANCE_TYPE_LABEL, ""))
+                zone = n.labels.get(ZONE_LABEL)
+                for o in it.offerings if it is not None else ():
+                    if o.coverage is not None and o.zone == zone and self.take(o):
+                        break
 
     @staticmethod
     def units(o: Offering) -> float:
@@ -239,7 +252,7 @@ def _refit(sv: Solve, claim: NodeClaim, ledger: Ledger) -> bool:
 def settle(sv: Solve, claims: list[NodeClaim]) -> list[NodeClaim]:
     """The claims that keep every limited pool within its count (in claim order), the others moved off it; a
     claim nothing is left to is dropped and its pods are unschedulable on its pool."""
-    ledger = Ledger(sv.s.instance_types, sv.s.existing_nodes, sv.s.reservation_counted)
+    ledger = Ledger(sv.s.instance_types, sv.s.existing_nodes, sv.s.input_nodes)
     kept: list[NodeClaim] = []
     for claim in claims:
         off = claim.offering

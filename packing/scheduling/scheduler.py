@@ -65,9 +65,9 @@ class Scheduler:
         self.instance_types = representable_types(instance_types)
         # reserved offerings and commitments' shares are limited (packing.scheduling.reservations)
         self.limited = has_limited(self.instance_types)
-        # the existing nodes a reservation's free count already holds (None: every kind="Node"; see
-        # packing.scheduling.reservations.Ledger)
-        self.reservation_counted: frozenset[str] | None = None
+        # the disruption simulation's input nodes: the others were launched by its actions and take their
+        # share of reservations and commitments (packing.scheduling.reservations.Ledger); None in a plan
+        self.input_nodes: frozenset[str] | None = None
         if self.limited:
             self.instance_types = choice_catalog(self.instance_types)
         self.existing_nodes = [clamped_node(n) for n in existing_nodes]

@@ -112,7 +112,7 @@ def check_plan(sched: Scheduler, pending: Sequence[Pod], res: Results) -> list[s
         if not pool.requirements.matches(labels):
             errors.append(f"{c.name}: labels violate nodepool {pool.name} requirements")
     # no reservation holds more of the plan's NodeClaims than it has free (less its in-flight NodeClaims)
-    left = Ledger(sched.instance_types, sched.existing_nodes, sched.reservation_counted).left
+    left = Ledger(sched.instance_types, sched.existing_nodes, sched.input_nodes).left
     for rid, count in sorted(on_reservation.items()):
         free = left.get("reservation/" + rid, 0.0)
         if count > free + 1e-9:

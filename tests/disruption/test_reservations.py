@@ -3,8 +3,10 @@ a new node that is not on one; nodes on a Capacity Block are drained before the 
 
 from __future__ import annotations
 
+import dataclasses
 from datetime import timedelta
 
+from packing.commitments import Commitment, CommitmentKind
 from packing.disruption import NotDisruptedCategory, consolidate
 from packing.scheduling.reservations import CAPACITY_BLOCK_LEAD, RESERVATION_ID_LABEL, RESERVATION_TYPE_LABEL
 from tests.engine_builders import (
@@ -81,3 +83,27 @@ def test_a_capacity_block_not_yet_within_the_lead_time_is_left_alone() -> None:
     n = node("n1", CAT["m-4x"], ct="reserved", labels=on("cb-1", block=True))
     r = consolidate(cluster([n], [bound_pod("a", "n1", "1")], pools=[all_capacity_pool()], cat=cat), AT)
     assert not [x for x in r.actions if x.reason == "capacity-block-expiring"]
+
+
+def with_commitments(c: object, *commitments: Commitment) -> object:
+    return dataclasses.replace(c, commitments=list(commitments))  # type: ignore[type-var]
+
+
+def test_a_node_a_reserved_instance_covers_is_not_moved_to_spot() -> None:
+    # list prices say spot saves money; the RI bills on, so the move would raise the bill
+    ri = Commitment("ri", CommitmentKind.RESERVED_INSTANCES, instance_type="m-4x", count=1)
+    c = cluster([node("n1", CAT["m-4x"])], [bound_pod("a", "n1", "1")])
+    assert consolidate(c, AT).actions  # without the commitment: replaced by spot
+    r = consolidate(with_commitments(c, ri), AT)  # type: ignore[arg-type]
+    assert not r.actions
+
+
+def test_work_moves_onto_an_unused_reserved_instance_and_uses_it_once() -> None:
+    ri = Commitment("ri", CommitmentKind.RESERVED_INSTANCES, instance_type="m-4x", count=1)
+    nodes = [node(f"n{i}", CAT["m-8x"]) for i in range(3)]
+    anti = [term("kubernetes.io/hostname", app="x")]
+    pods = [bound_pod(f"a{i}", f"n{i}", "3", labels={"app": "x"}, anti_affinity=anti) for i in range(3)]
+    r = consolidate(with_commitments(cluster(nodes, pods), ri), AT)  # type: ignore[arg-type]
+    covered = [rep for a in r.actions for rep in a.replacements if rep.get("covered_by") == ["ri"]]
+    assert len(covered) == 1
+    assert covered[0]["instance_type"] == "m-4x" and covered[0]["effective_price_per_hour"] == 0.0
