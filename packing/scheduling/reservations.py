@@ -187,9 +187,9 @@ class Ledger:
                     self.left[key] = max(0.0, self.left[key] - 1)
                 continue
             if launched and n.labels.get(CAPACITY_TYPE_LABEL) == CAPACITY_TYPE_ON_DEMAND:
-                it = types.get(n.labels.get(INSTANCE_TYPE_LABEL, ""))
+                node_type = types.get(n.labels.get(INSTANCE_TYPE_LABEL, ""))
                 zone = n.labels.get(ZONE_LABEL)
-                for o in it.offerings if it is not None else ():
+                for o in node_type.offerings if node_type is not None else ():
                     if o.coverage is not None and o.zone == zone and self.take(o):
                         break
 
