@@ -565,7 +565,7 @@ def test_no_reservation_is_overfilled_and_effective_cost_is_bounded(
 
 
 @given(reserved_catalogs(), pod_lists(), st.data())
-def test_consolidation_never_overfills_a_reservation(
+def test_consolidation_never_overfills_a_reservation_or_a_commitment(
     cat: list[InstanceType], pods: list[Pod], data: st.DataObject
 ) -> None:
     from packing.disruption import consolidate
@@ -582,7 +582,15 @@ def test_consolidation_never_overfills_a_reservation(
         nodes.append(node(f"n{i}", it, zone=zone))
         for j, p in enumerate(pods[i::5][:2]):
             running.append(dataclasses.replace(p, name=f"r{i}-{j}", node_name=f"n{i}"))
-    report = consolidate(cluster(nodes, running, pools=[all_capacity_pool()], cat=cat), AT)
+    from packing.commitments import Commitment, CommitmentKind
+
+    ri_count = data.draw(st.integers(0, 2))
+    ri_type = data.draw(st.sampled_from(types)).name
+    ri = Commitment("ri", CommitmentKind.RESERVED_INSTANCES, instance_type=ri_type, count=ri_count)
+    c = dataclasses.replace(cluster(nodes, running, pools=[all_capacity_pool()], cat=cat), commitments=[ri])
+    report = consolidate(c, AT)
+    # a commitment is never used by more replacements than it covers
+    assert sum(1 for a in report.actions for rep in a.replacements if rep.get("covered_by") == ["ri"]) <= ri_count
     free: dict[str, int] = {}
     for it in cat:
         for o in it.offerings:
