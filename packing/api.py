@@ -69,6 +69,7 @@ from packing.commitmentdocs import (
     commitment_document,
     read_commitment,
 )
+from packing.commitmentpricing import priced_catalog, settle_plan
 from packing.commitments import Commitment, CommitmentKind
 from packing.cron import CronError, CronSchedule
 from packing.disruption import Action, Cluster, MinSavings, NotDisrupted, Report, consolidate, parse_time
@@ -141,6 +142,8 @@ from packing.taints import EFFECTS, Taint, first_untolerated
 from packing.yamlinput import brief, load_all, load_one
 
 __all__ = [
+    "priced_catalog",
+    "settle_plan",
     "CAPACITY_TYPE_RESERVED",
     "Commitment",
     "CommitmentKind",

@@ -14,6 +14,7 @@ __all__ = [
     "CAPACITY_TYPE_ON_DEMAND",
     "CAPACITY_TYPE_RESERVED",
     "CAPACITY_TYPE_SPOT",
+    "Coverage",
     "InstanceType",
     "Offering",
     "Reservation",
@@ -50,6 +51,17 @@ class Reservation:
 
 
 @dataclass(frozen=True)
+class Coverage:
+    """A commitment's share of an on-demand offering (packing.commitmentpricing): the offering is the same
+    capacity, billed against the commitment `pool` (its name) while `budget` lasts; one node takes `units` of it
+    (instances, normalized units or $/h at the plan rate)."""
+
+    pool: str
+    budget: float
+    units: float
+
+
+@dataclass(frozen=True)
 class Offering:
     zone: str
     capacity_type: str
@@ -60,6 +72,15 @@ class Offering:
     reservation: Reservation | None = None
     # the NodeOverlays that set its price or its type's capacity (packing.overlay), by name
     overlays: tuple[str, ...] = ()
+    # set on the offerings the engine prices at their marginal cost (reserved, or covered by a commitment):
+    # `price` is then what one more node adds to the bill, `list_price` what the offering lists at
+    list_price: float | None = None
+    coverage: Coverage | None = None
+
+    @property
+    def limited(self) -> bool:
+        """Whether a solve may place only so many nodes on it (a reservation's free count, a commitment's rest)."""
+        return self.reservation is not None or self.coverage is not None
 
 
 @dataclass(frozen=True)

@@ -42,9 +42,10 @@ from packing.fields import (
     quantities,
     resources,
     str_map,
+    timestamp,
 )
 from packing.gcpause import gc_paused
-from packing.instancetype import InstanceType, Offering
+from packing.instancetype import CAPACITY_TYPE_RESERVED, InstanceType, Offering, Reservation, ReservationType
 from packing.legacy import legacy_objects
 from packing.nodepool import (
     HOSTNAME_LABEL,
@@ -381,9 +382,11 @@ def _instance_type(doc: Mapping[str, Any], out: Inputs, where: str) -> None:
         if not isinstance(avail, bool):
             raise FieldError(f"{op}.available", f"must be true or false, got {brief(avail)}")
         ct = as_str(oo.get("capacityType"), f"{op}.capacityType", required=True)
-        if ct not in ("spot", "on-demand", "reserved"):
-            raise FieldError(f"{op}.capacityType", f"must be spot or on-demand, got {brief(ct)}")
-        offerings.append(Offering(as_str(oo.get("zone"), f"{op}.zone", required=True), ct, dollars, avail))
+        if ct not in ("spot", "on-demand", CAPACITY_TYPE_RESERVED):
+            raise FieldError(f"{op}.capacityType", f"must be spot, on-demand or reserved, got {brief(ct)}")
+        zone = as_str(oo.get("zone"), f"{op}.zone", required=True)
+        rsv = _reservation(oo, op) if ct == CAPACITY_TYPE_RESERVED else None
+        offerings.append(Offering(zone, ct, dollars, avail, reservation=rsv))
     out.instance_types.append(
         InstanceType(
             name=name,
@@ -393,6 +396,25 @@ def _instance_type(doc: Mapping[str, Any], out: Inputs, where: str) -> None:
             offerings=tuple(offerings),
         )
     )
+
+
+def _reservation(oo: Mapping[str, Any], op: str) -> Reservation:
+    """The reservation behind a `reserved` offering: reservationId, reservationCapacity (its free instances,
+    Karpenter's ReservationCapacity), reservationEnds, reservationType (default or capacity-block)."""
+    rid = as_str(oo.get("reservationId"), f"{op}.reservationId", required=True)
+    if oo.get("reservationCapacity") is None:
+        raise FieldError(f"{op}.reservationCapacity", "is required on a reserved offering")
+    free = as_int(oo.get("reservationCapacity"), f"{op}.reservationCapacity", 0, lo=0)
+    rtype = as_str(oo.get("reservationType"), f"{op}.reservationType", default=ReservationType.DEFAULT.value)
+    if rtype not in tuple(ReservationType):
+        raise FieldError(f"{op}.reservationType", f"must be default or capacity-block, got {brief(rtype)}")
+    ends = timestamp(oo.get("reservationEnds"), f"{op}.reservationEnds")
+    if rtype == ReservationType.CAPACITY_BLOCK and ends is None:
+        raise FieldError(f"{op}.reservationEnds", "is required on a capacity-block reservation")
+    interruptible = oo.get("reservationInterruptible", False)
+    if not isinstance(interruptible, bool):
+        raise FieldError(f"{op}.reservationInterruptible", f"must be true or false, got {brief(interruptible)}")
+    return Reservation(rid, free, ends=ends, type=ReservationType(rtype), interruptible=interruptible)
 
 
 def _daemonset(doc: Mapping[str, Any], out: Inputs, where: str) -> None:

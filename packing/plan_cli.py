@@ -60,7 +60,8 @@ def main(
         if notice:
             print(notice, file=stderr)
     try:
-        res = plan(inp, catalog, min_values_policy=args.min_values_policy, at=at)
+        res = plan(inp, catalog, min_values_policy=args.min_values_policy, at=at,
+                   commitments=[*inp.commitments, *cat_inp.commitments])
     except InputError as e:
         print(f"error: {e}", file=stderr)
         return 2

@@ -41,7 +41,24 @@ def nodeclaim_json(c: PlannedNodeClaim) -> dict[str, Any]:
         "allocatable": c.allocatable.to_strings(),
         "min_values_relaxed": c.min_values_relaxed,
         "overlays": list(c.overlays),
+        **_limited_json(c),
     }
+
+
+def _limited_json(c: PlannedNodeClaim) -> dict[str, Any]:
+    """The keys of a claim on a reservation or priced against commitments (none otherwise: other plans keep
+    their bytes)."""
+    out: dict[str, Any] = {}
+    if c.reservation_id is not None:
+        out["reservation_id"] = c.reservation_id
+        out["reservation_type"] = c.reservation_type
+        out["reservation_ends"] = (
+            None if c.reservation_ends is None else c.reservation_ends.isoformat().replace("+00:00", "Z")
+        )
+    if c.effective_price_per_hour is not None:
+        out["effective_price_per_hour"] = round(c.effective_price_per_hour, 6)
+        out["covered_by"] = list(c.covered_by)
+    return out
 
 
 def existing_json(e: ExistingPlacement) -> dict[str, Any]:
@@ -105,6 +122,21 @@ def render_json(res: Results, ignored: Sequence[IgnoredPod] = ()) -> dict[str, A
         doc["schedules"] = [w.as_json() for w in res.schedules]
     if res.on_demand_share:
         doc["on_demand_share"] = [r.json() for r in res.on_demand_share]
+    if any(c.effective_price_per_hour is not None for c in res.nodeclaims) or res.commitments:
+        doc["summary"]["effective_cost_per_hour"] = res.effective_cost_per_hour
+    if res.commitments:
+        doc["summary"]["commitments"] = [
+            {
+                "name": u.name,
+                "type": u.kind,
+                "unit": u.unit,
+                "total": round(u.total, 6),
+                "used_by_existing": round(u.used_by_existing, 6),
+                "used_by_plan": round(u.used_by_plan, 6),
+                "left": round(u.left, 6),
+            }
+            for u in res.commitments
+        ]
     return doc
 
 

@@ -12,6 +12,8 @@ from typing import Any
 
 from packing.buffers import ResolvedBuffer, buffer_reports, resolve_buffers, without_virtual
 from packing.catalog import load_builtin
+from packing.commitmentpricing import priced_catalog, settle_plan
+from packing.commitments import Commitment
 from packing.fields import InputError
 from packing.instancetype import InstanceType
 from packing.kubeobjects import Inputs, expand_workloads, inflight_claims
@@ -20,6 +22,7 @@ from packing.ondemandshare import ShareBook, ShareRow, Split, bind, row, settle,
 from packing.overlay import apply_overlays, resolve_overlays
 from packing.poolschedule import pools_at
 from packing.requirements import MinValuesPolicy
+from packing.scheduling.reservations import without_expiring_blocks
 from packing.scheduling.results import Results
 from packing.scheduling.scheduler import Scheduler
 
@@ -156,6 +159,7 @@ def plan(
     *,
     lower_bound: bool = True,
     min_values_policy: MinValuesPolicy = MinValuesPolicy.STRICT,
+    commitments: Sequence[Commitment] = (),
     at: datetime | None = None,
 ) -> Results:
     """The provisioner's plan for the pending pods of `inp` (workloads without pods expanded first): the
@@ -167,15 +171,24 @@ def plan(
     Results.buffers instead.
 
     NodePools with clock-policy windows (packing.poolschedule) are taken as they are at `at` (default now); the
-    open windows are in Results.schedules."""
+    open windows are in Results.schedules.
+
+    `commitments` (Reserved Instances, Savings Plans; packing.commitmentpricing): the solve prices on-demand
+    capacity they cover at the marginal cost the bill sees, after the existing nodes have used them, and each
+    NodeClaim gets its effective price and the commitments that cover it (Results.commitments: their use).
+    `at` leaves out the commitments not in force then and the Capacity Blocks that end within the drain lead
+    time (None: all commitments count and every block is open)."""
     expand_workloads(inp)
     resolved = buffer_pods(inp)
     nodes = existing_nodes(inp, catalog)
+    if at is not None:
+        catalog = without_expiring_blocks(catalog, at)  # a Capacity Block about to end takes no new node
+    priced = priced_catalog(catalog, commitments, nodes, at) if commitments else catalog
     pools, opened = (pools_at(inp.nodepools, at or datetime.now(UTC)) if any(p.windows for p in inp.nodepools)
                      else (inp.nodepools, []))
     sched = Scheduler(
         pools,
-        catalog,
+        priced,
         nodes,
         inp.running,
         inp.daemonsets,
@@ -185,10 +198,11 @@ def plan(
     share = on_demand_split(inp, sched)
     if not resolved:
         res = settle(share, sched.solve(share.pods, lower_bound=lower_bound))
-        res.schedules = opened
-        return res
-    res = settle(share, sched.solve([*share.pods, *(p for r in resolved for p in r.pods)], lower_bound=lower_bound))
-    res.buffers = buffer_reports(resolved, res, {n.name: n.allocatable for n in nodes})
-    without_virtual(res, resolved)
+    else:
+        res = settle(share, sched.solve([*share.pods, *(p for r in resolved for p in r.pods)], lower_bound=lower_bound))
+        res.buffers = buffer_reports(resolved, res, {n.name: n.allocatable for n in nodes})
+        without_virtual(res, resolved)
     res.schedules = opened
+    if commitments:
+        settle_plan(res, catalog, commitments, nodes, at)
     return res

@@ -14,7 +14,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 
 from packing.disruption import Budget, Cluster, DisruptionSettings, NodeInfo, PodMeta
-from packing.instancetype import InstanceType, Offering
+from packing.instancetype import InstanceType, Offering, Reservation, ReservationType
 from packing.nodepool import ExistingNodeSpec, NodePool, PodDisruptionBudget
 from packing.ondemandshare import OnDemandShare, ShareBook, bind
 from packing.pods import LabelSelector, Pod, PodAffinityTerm, TopologySpread
@@ -77,6 +77,36 @@ def instance_type(
     }
     lab.update(labels or {})
     return InstanceType(name, Resources.parse(cap), overhead, lab, tuple(offerings))
+
+
+def with_reservation(
+    it: InstanceType,
+    rid: str,
+    available: int,
+    *,
+    zone: str = "us-east-1a",
+    price: float | None = None,
+    ends: datetime | None = None,
+    block: bool = False,
+    interruptible: bool = False,
+) -> InstanceType:
+    """`it` with a reserved offering in `zone` on reservation `rid` with `available` free instances, listed at
+    `price` (the type's on-demand price there unless given); a Capacity Block when `block`."""
+    if price is None:
+        price = next(o.price for o in it.offerings if o.zone == zone and o.capacity_type == "on-demand")
+    r = Reservation(
+        rid,
+        available,
+        ends=ends,
+        type=ReservationType.CAPACITY_BLOCK if block else ReservationType.DEFAULT,
+        interruptible=interruptible,
+    )
+    return dataclasses.replace(it, offerings=(*it.offerings, Offering(zone, "reserved", price, reservation=r)))
+
+
+def all_capacity_pool(name: str = "default", *reqs: Requirement, **kw: object) -> NodePool:
+    """A pool allowing reserved, spot and on-demand capacity."""
+    return pool(name, Requirement.new(CT, "In", ["reserved", "on-demand", "spot"]), *reqs, **kw)
 
 
 def small_catalog_type(

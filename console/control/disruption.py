@@ -75,6 +75,7 @@ def _engine_cluster(*, cluster: ClusterBackend, now: datetime, problems: dict[st
                                                                                           buffers=buffers))
     catalog = engine_catalog(nodeclasses=classes, pools=pools, now=now)
     engine_cluster = api.build_cluster(inputs, extras, catalog)
+    engine_cluster.commitments = adapters.commitments()  # a covered node saves only its uncovered share
     engine_cluster.min_values_policy = api.MinValuesPolicy(settings.LOADMASTER_MIN_VALUES_POLICY)
     return engine_cluster
 
@@ -302,7 +303,7 @@ def _launch_some(action: DisruptionAction, cluster: ClusterBackend, cloud: Cloud
 
 
 # The engine's forceful methods: with terminationGracePeriod, pods protected by do-not-disrupt do not spare a node.
-_FORCEFUL_REASONS = frozenset({"drifted", "expired"})
+_FORCEFUL_REASONS = frozenset({"drifted", "expired", "capacity-block-expiring"})
 
 
 def _still_valid(action: DisruptionAction, cluster: ClusterBackend, now: datetime) -> str | None:

@@ -142,7 +142,14 @@ def _provision(cluster: ClusterBackend, cloud: CloudProvider, now: datetime) -> 
         nodepool_problems_record(loop=NodePoolProblem.PROVISION, problems=problems, now=now, complete=False)
         return outcome
     started = time.monotonic()
-    results, sched = plan_contained(inputs, catalog, problems)
+    # Reserved Instances and Savings Plans (console/commitments): the plan prices what they cover at the
+    # marginal cost the bill sees, after the running nodes have used them, as `plan` does
+    commitments = adapters.commitments()
+    existing = api.existing_nodes(inputs, catalog) if commitments else []
+    plan_catalog = api.priced_catalog(catalog, commitments, existing, now) if commitments else catalog
+    results, sched = plan_contained(inputs, plan_catalog, problems)
+    if commitments:
+        api.settle_plan(results, catalog, commitments, existing, now)
     loop_stats.scheduling_observe(controller="provisioner", seconds=time.monotonic() - started)
     nodepool_problems_record(loop=NodePoolProblem.PROVISION, problems=problems, now=now)
     outcome.unusable = dict(problems)

@@ -85,6 +85,7 @@ def main(argv: Sequence[str] | None = None, *, stdout: TextIO | None = None, std
             print(notice, file=stderr)
     try:
         cluster = build_cluster(inp, ex, catalog)
+        cluster.commitments.extend(cat_inp.commitments)  # a --catalog file may hold them too
         cluster.min_values_policy = args.min_values_policy
         report = consolidate(cluster, at, min_savings=min_savings, repack=not args.no_repack)
     except InputError as e:

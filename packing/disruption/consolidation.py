@@ -22,14 +22,17 @@ from packing.disruption.refusals import (
 )
 from packing.disruption.simulation import WhatIf
 from packing.disruption.state import Fact, RunState
-from packing.instancetype import CAPACITY_TYPE_SPOT
+from packing.instancetype import CAPACITY_TYPE_RESERVED, CAPACITY_TYPE_SPOT
 from packing.nodepool import CAPACITY_TYPE_LABEL
+from packing.scheduling.reservations import RESERVATION_ID_LABEL
+from packing.scheduling.results import PlannedNodeClaim
 
 __all__ = [
     "SPOT_TO_SPOT_MIN_TYPES",
     "consolidatable",
     "consolidation_why",
     "judge",
+    "out_of_reservation",
     "spot_to_spot_refusal",
     "within_limits",
 ]
@@ -113,6 +116,22 @@ def spot_to_spot_refusal(nodes: int, cheaper_types: int) -> Refusal | None:
     return None
 
 
+def out_of_reservation(run: RunState, names: Sequence[str], c: PlannedNodeClaim) -> Refusal | None:
+    """A move that takes a node's pods off a capacity reservation onto a new node that is not on one: the
+    reservation is paid whether a node runs on it or not, so the new node only adds to the bill."""
+    if c.reservation_id is not None:
+        return None
+    for n in names:
+        rid = run.info[n].spec.labels.get(RESERVATION_ID_LABEL)
+        if rid and run.info[n].spec.labels.get(CAPACITY_TYPE_LABEL) == CAPACITY_TYPE_RESERVED:
+            return Refusal(
+                f"node {n} runs on capacity reservation {rid}, paid whether used or not: its pods would move to a "
+                f"new {c.instance_type} {c.capacity_type} node at {money(c.price_per_hour)}, which only adds to the bill",
+                NotDisruptedCategory.RESERVED_CAPACITY,
+            )
+    return None
+
+
 def judge(run: RunState, names: Sequence[str], wi: WhatIf, *, honour_min_savings: bool = True) -> Verdict:
     """Whether consolidating `names` as `wi` proposes may go ahead: at most one new node, strictly cheaper than
     the nodes, spot rules kept, a saving (of at least --min-savings unless honour_min_savings is off); with the
@@ -130,9 +149,12 @@ def judge(run: RunState, names: Sequence[str], wi: WhatIf, *, honour_min_savings
     note = ""
     if wi.claims:
         c = wi.claims[0]
-        if c.price_per_hour + EPS >= cost:
+        refused = out_of_reservation(run, names, c)
+        if refused is not None:
+            return refused, 0.0, {}, ""
+        if c.effective_price + EPS >= cost:
             return (
-                no_cheaper_replacement(CheapestOption(c.instance_type, c.capacity_type, c.price_per_hour), cost),
+                no_cheaper_replacement(CheapestOption(c.instance_type, c.capacity_type, c.effective_price), cost),
                 0.0,
                 {},
                 "",

@@ -1,4 +1,5 @@
-"""The disruption loop: emptiness, drift, expiration, multi-node and single-node consolidation, in Karpenter's order.
+"""The disruption loop: emptiness, drift, expiration, multi-node and single-node consolidation, in Karpenter's order,
+after the drain of nodes on Capacity Blocks about to end (the AWS provider's own controller; here a method).
 
 With Loadmaster's own repack move on (beyond Karpenter; see repack.py: a group of nodes whose pods are re-planned
 onto new nodes and the room left on nodes that stay, possibly more nodes than it removes), consolidation runs in
@@ -28,6 +29,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from packing.buffers import BufferReport, Place, held_reports
+from packing.disruption.capacityblock import CapacityBlockExpiry
 from packing.disruption.consolidation import SPOT_TO_SPOT_MIN_TYPES
 from packing.disruption.drift import Drift
 from packing.disruption.emptiness import Emptiness
@@ -62,11 +64,11 @@ __all__ = [
 def methods(run: RunState, *, repack: bool) -> tuple[Method, ...]:
     """The methods in the order each round tries them.
 
-    Emptiness, drift and expiration come first in every round. With repack on, the moves that only delete nodes
+    Capacity Block expiry, emptiness, drift and expiration come first in every round. With repack on, the moves that only delete nodes
     come next (they wait while repacks follow one another, then look again with all the room the repacks left),
     then repack, then Karpenter's replacements (k nodes -> one cheaper node): see the module's docstring for why
-    this order. Repack asks the first three again after each of its actions."""
-    first: tuple[Method, ...] = (Emptiness(run), Drift(run), Expiration(run))
+    this order. Repack asks the first four again after each of its actions."""
+    first: tuple[Method, ...] = (CapacityBlockExpiry(run), Emptiness(run), Drift(run), Expiration(run))
     if not repack:
         return (*first, MultiNode(run), SingleNode(run))
     return (

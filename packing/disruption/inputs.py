@@ -216,5 +216,6 @@ def build_cluster(inp: Inputs, ex: Extras, catalog: Sequence[InstanceType]) -> C
         pdb_null_selector=set(ex.pdb_null),
         inflight=inflight,
         buffers=resolved,
+        commitments=list(inp.commitments),
         on_demand=bind(ShareBook(inp.on_demand_shares, inp.workloads), inp.nodepools, pods),
     )

@@ -15,6 +15,7 @@ from enum import StrEnum
 from typing import Any
 
 from packing.buffers import BufferReport, ResolvedBuffer
+from packing.commitments import Commitment
 from packing.disruption.donotdisrupt import DO_NOT_DISRUPT
 from packing.disruption.formatting import money
 from packing.durations import parse_duration
@@ -170,6 +171,9 @@ class Cluster:
     buffers: list[ResolvedBuffer] = field(default_factory=list)
     # the workloads' on-demand shares (packing.ondemandshare): no move may leave one below its share
     on_demand: Bound = field(default_factory=Bound)
+    # Reserved Instances and Savings Plans (packing.commitmentpricing): nodes they cover are priced at what
+    # removing them saves, new nodes at their marginal cost
+    commitments: list[Commitment] = field(default_factory=list)
 
     def settings_for(self, pool: str) -> DisruptionSettings:
         return self.settings.get(pool, DisruptionSettings())
@@ -230,6 +234,8 @@ class NotDisruptedCategory(StrEnum):
     NO_LAUNCHABLE_TYPE = "no-launchable-type"  # no nodepool can launch any instance type of the catalog
     NO_CHEAPER_REPLACEMENT = "no-cheaper-replacement"  # NotDisrupted.cheapest_replacement: the cheapest that fits
     SPOT_TO_SPOT = "spot-to-spot"  # Karpenter's limits on replacing spot with spot
+    # the move would take pods off a capacity reservation (prepaid) onto a new node that is not on one
+    RESERVED_CAPACITY = "reserved-capacity"
     NO_SAVING = "no-saving"  # the pods would cost as much elsewhere
     BELOW_MIN_SAVINGS = "below-min-savings"  # the move saves less than --min-savings
     # consolidationPolicy Balanced: the move's score is below 1/k (NotDisrupted.score says by how much)

@@ -18,6 +18,7 @@ import numpy.typing as npt
 from packing.disruption.consolidation import (
     SPOT_TO_SPOT_MIN_TYPES,
     consolidatable,
+    out_of_reservation,
     spot_to_spot_refusal,
     within_limits,
 )
@@ -248,6 +249,10 @@ class Repack:
             return refused_share, 0.0, {}, ""
         if not wi.claims:
             return Refusal("no new node planned", NotDisruptedCategory.NO_SAVING), 0.0, {}, ""
+        for c in wi.claims:
+            refused = out_of_reservation(run, names, c)
+            if refused is not None:
+                return refused, 0.0, {}, ""
         need = self.need(cost)
         savings = cost - wi.extra_cost
         if savings + EPS < need:

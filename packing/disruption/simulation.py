@@ -657,7 +657,8 @@ class ClusterSim:
             wi.claims.append(c)
             for p in c.pods:
                 wi.claim_targets[p.key] = c.name
-        wi.extra_cost = max(0.0, sum(c.price_per_hour for c in res.nodeclaims))
+        # what the new nodes add to the bill: a NodeClaim on a reservation with room adds nothing (prepaid)
+        wi.extra_cost = max(0.0, sum(c.effective_price for c in res.nodeclaims))
         return wi
 
     # ------------------------------------------------------------------ apply

@@ -14,6 +14,7 @@ from datetime import datetime
 from functools import cached_property
 from typing import Any, Generic, TypeVar, cast
 
+from packing.commitmentpricing import existing_prices, priced_catalog
 from packing.disruption.balanced import Scorer, pod_disruption_cost
 from packing.disruption.budgets import budget_limit
 from packing.disruption.donotdisrupt import do_not_disrupt_reason
@@ -37,6 +38,7 @@ from packing.durations import format_duration
 from packing.instancetype import InstanceType
 from packing.nodepool import NodePool
 from packing.pods import Pod
+from packing.scheduling.reservations import without_expiring_blocks
 from packing.scheduling.results import PlannedNodeClaim
 from packing.scheduling.scheduler import Scheduler
 
@@ -94,9 +96,22 @@ class RunState:
         self.max_solves = max_solves
         self.pools: dict[str, NodePool] = {p.name: p for p in cluster.nodepools}
         self.catalog: dict[str, InstanceType] = {it.name: it for it in cluster.catalog}
+        # a Capacity Block about to end takes no new node (packing.disruption.capacityblock drains its nodes)
+        catalog = without_expiring_blocks(cluster.catalog, at)
+        existing = [*(n.spec for n in cluster.nodes), *cluster.inflight]
+        if cluster.commitments:
+            # on-demand capacity the commitments cover, at its marginal price, after the input's nodes used them
+            catalog = priced_catalog(catalog, cluster.commitments, existing, at)
         self.base = Scheduler(
-            cluster.nodepools, cluster.catalog, (), (), cluster.daemonsets, min_values_policy=cluster.min_values_policy
+            cluster.nodepools,
+            catalog,
+            (),
+            (),
+            cluster.daemonsets,
+            min_values_policy=cluster.min_values_policy,
         )
+        # the replacements the run launches take their share of reservations and commitments
+        self.base.input_nodes = frozenset([*(n.name for n in cluster.nodes), *(s.name for s in cluster.inflight)])
         self.info: dict[str, NodeInfo] = {n.name: n for n in cluster.nodes}
         self.input_order = [n.name for n in cluster.nodes]
         fixed = {p.key for p in cluster.running if self.is_fixed(p)}
@@ -116,6 +131,9 @@ class RunState:
             pr = self.base.price_of(n.spec.labels)
             self.price[n.name] = pr or 0.0
             self.price_known[n.name] = pr is not None
+        if cluster.commitments:
+            # a node a commitment covers saves only its uncovered share when it goes: the commitment bills on
+            self.price.update(existing_prices(cluster.commitments, existing, cluster.catalog, at))
         self.total: dict[str, int] = {}  # nodes per pool, for budgets given as a percent
         self.busy: dict[str, set[str]] = {}  # per pool, the nodes disrupting (before the run or by its actions)
         for n in cluster.nodes:

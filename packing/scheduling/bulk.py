@@ -18,7 +18,8 @@ from packing.instancetype import Offering
 from packing.requirements import Requirements
 from packing.resources import CPU, MEMORY, PODS
 from packing.scheduling.nodeclaim import NodeClaim
-from packing.scheduling.packer import bin_totals, pack
+from packing.scheduling.packer import Bin, bin_totals, pack
+from packing.scheduling.reservations import Ledger, packing_price
 from packing.scheduling.templates import LaunchOptions, PoolTemplate, TypeOption
 from packing.scheduling.vectors import fits_any, undominated
 from packing.taints import first_untolerated
@@ -170,23 +171,100 @@ def launch_options(sv: Solve, tpl: PoolTemplate, reqs: Requirements) -> LaunchOp
     return opts, allocs
 
 
+def _options_within(sv: Solve, tpl: PoolTemplate, reqs: Requirements, ledger: Ledger) -> LaunchOptions:
+    """launch_options with the limited offerings whose pools have nothing left taken out (not cached)."""
+    opts: list[tuple[TypeOption, Offering]] = []
+    for o in tpl.viable(reqs):
+        off = o.offering_within(reqs, ledger.room)
+        if off is not None:
+            opts.append((o, off))
+    allocs = np.array([list(o.alloc) for o, _ in opts], dtype=np.int64).reshape(len(opts), len(sv.keys))
+    if tpl.pool.limits:
+        lm = sv.limits.mask(tpl)
+        keep = [j for j, (o, _) in enumerate(opts) if lm[o.index]]
+        opts = [opts[j] for j in keep]
+        allocs = allocs[keep]
+    if opts:
+        keep_idx = undominated(allocs, [off.price or 0.0 for _, off in opts])
+        opts = [opts[j] for j in keep_idx]
+        allocs = allocs[keep_idx]
+    return opts, allocs
+
+
+def _used_up_reservation(ledger: Ledger) -> str | None:
+    """The first reservation (by id) with nothing left, for the reason of pods only it could have taken."""
+    gone = sorted(k for k, v in ledger.left.items() if k.startswith("reservation/") and v < 1.0 - 1e-9)
+    return gone[0].removeprefix("reservation/") if gone else None
+
+
+def _running_ledger(sv: Solve) -> Ledger:
+    """What the limited pools have left after the claims the solve holds so far."""
+    ledger = Ledger(sv.s.instance_types, sv.s.existing_nodes, sv.s.input_nodes)
+    for c in sv.claims:
+        if c.offering is not None and c.offering.limited:
+            ledger.take(c.offering)
+    return ledger
+
+
 def _pack_group(
     sv: Solve, tpl: PoolTemplate, reqs: Requirements, members: list[PodContext], excluded: dict[int, set[str]]
 ) -> list[PodContext]:
     opts, allocs = launch_options(sv, tpl, reqs)
-    prices = [off.price or 0.0 for _, off in opts]
     podm = np.array([c.vec for c in members], dtype=np.int64).reshape(len(members), len(sv.keys))
-    fits_some = np.zeros(len(members), dtype=bool)
-    if opts:
-        fits_some = fits_any(podm, allocs)
-    left: list[PodContext] = [members[i] for i in np.flatnonzero(~fits_some).tolist()]
-    for c in left:
-        excluded.setdefault(id(c), set()).add(tpl.name)
-    idx = np.flatnonzero(fits_some).tolist()
-    if not idx:
-        return left
+    ledger = _running_ledger(sv) if sv.s.limited else None
+    left: list[PodContext] = []
+    idx = list(range(len(members)))
+    # without limited offerings one pass; with them, the pods of bins beyond a pool's count are packed again
+    # on what is left (each pass uses up at least one pool, or packs everything)
+    for npass in range(len(ledger.left) + 2 if ledger is not None else 1):
+        fits_some = fits_any(podm[idx], allocs) if opts else np.zeros(len(idx), dtype=bool)
+        used_up = _used_up_reservation(ledger) if npass and ledger is not None else None
+        for i in np.flatnonzero(~fits_some).tolist():
+            c = members[idx[i]]
+            excluded.setdefault(id(c), set()).add(tpl.name)
+            left.append(c)
+            if used_up is not None:
+                sv.reservation_full[c.pod.key] = (tpl.name, used_up)
+        idx = [idx[i] for i in np.flatnonzero(fits_some).tolist()]
+        if not idx:
+            return left
+        bins = pack(podm[idx], allocs, [packing_price(off) for _, off in opts])
+        over: list[int] = []
+        if ledger is not None:
+            kept: list[Bin] = []
+            for b in bins:
+                if ledger.take(opts[b.option][1]):
+                    kept.append(b)
+                else:
+                    over.extend(idx[i] for i in b.pods)
+            bins = kept
+        _make_claims(sv, tpl, reqs, members, idx, podm, opts, allocs, bins, excluded, left)
+        if not over or ledger is None:
+            return left
+        idx = sorted(over)
+        opts, allocs = _options_within(sv, tpl, reqs, ledger)
+    for i in idx:
+        excluded.setdefault(id(members[i]), set()).add(tpl.name)
+        left.append(members[i])
+    return left
+
+
+def _make_claims(
+    sv: Solve,
+    tpl: PoolTemplate,
+    reqs: Requirements,
+    members: list[PodContext],
+    idx: list[int],
+    podm: npt.NDArray[np.int64],
+    opts: list[tuple[TypeOption, Offering]],
+    allocs: npt.NDArray[np.int64],
+    bins: list[Bin],
+    excluded: dict[int, set[str]],
+    left: list[PodContext],
+) -> None:
+    """One NodeClaim per bin (of the cheapest option the pool's limits allow); pods of a bin no option within
+    the limits holds go to `left`."""
     sub = podm[idx]
-    bins = pack(sub, allocs, prices)
     # each claim's requests in one numpy pass (integer sums: the same as adding pod by pod)
     sums = bin_totals(sub, [b.pods for b in bins])
     totals = [tuple(t) for t in sums.tolist()]
@@ -218,4 +296,3 @@ def _pack_group(
         claim.fix(o, off)
         sv.limits.reserve(tpl, o.it.capacity)
         sv.claims.append(claim)
-    return left

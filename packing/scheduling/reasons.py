@@ -55,6 +55,7 @@ __all__ = [
     "requirement_matches_no_offering",
     "requirement_not_in_labels",
     "requirements_match_no_offering",
+    "reservation_full",
     "static_nodepool",
     "taint_not_tolerated",
     "topology",
@@ -244,6 +245,17 @@ def static_nodepool(nodepool: str, replicas: int) -> Reason:
         {"replicas": replicas},
         f"nodepool is static (spec.replicas: {replicas}): it keeps a fixed number of nodes and launches none for "
         "pending pods",
+    )
+
+
+def reservation_full(nodepool: str, reservation_id: str) -> Reason:
+    """Every offering left to a NodeClaim is on capacity that is used up: a reservation with no instance left,
+    and the requirements allow no other capacity type (detail: reservation)."""
+    return Reason(
+        ReasonKind.OFFERING,
+        nodepool,
+        {"reservation": reservation_id},
+        f"capacity reservation {reservation_id} has no instance left, and no other offering is allowed",
     )
 
 

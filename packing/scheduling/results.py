@@ -9,8 +9,10 @@ shapes callers have always read ((nodepool, text) pairs per pod; text per pool).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
 
+from packing.instancetype import Offering
 from packing.pods import Pod
 from packing.resources import Resources
 from packing.scheduling.reasons import Reason, pairs
@@ -21,7 +23,7 @@ if TYPE_CHECKING:
     from packing.ondemandshare import ShareRow
     from packing.poolschedule import OpenWindow
 
-__all__ = ["ExistingPlacement", "PlannedNodeClaim", "Results"]
+__all__ = ["CommitmentUse", "ExistingPlacement", "PlannedNodeClaim", "Results", "limited_fields"]
 
 
 @dataclass
@@ -43,6 +45,50 @@ class PlannedNodeClaim:
     min_values_relaxed: bool = False
     # the NodeOverlays that set its offering's price or its type's capacity (packing.overlay), by name
     overlays: list[str] = field(default_factory=list)
+    # on a capacity reservation (capacity_type "reserved"): its id, type (default, capacity-block) and end
+    reservation_id: str | None = None
+    reservation_type: str | None = None
+    reservation_ends: datetime | None = None
+    # what one more node adds to the bill (packing.commitmentpricing), when the run prices commitments or
+    # reservations; None otherwise (then it is price_per_hour)
+    effective_price_per_hour: float | None = None
+    covered_by: list[str] = field(default_factory=list)  # the commitments that pay for it, by name
+
+    @property
+    def effective_price(self) -> float:
+        return self.price_per_hour if self.effective_price_per_hour is None else self.effective_price_per_hour
+
+
+def limited_fields(off: Offering) -> dict[str, Any]:
+    """The PlannedNodeClaim fields of a claim on a limited offering (none for any other)."""
+    if off.reservation is not None:
+        r = off.reservation
+        return {
+            "reservation_id": r.id,
+            "reservation_type": r.type.value,
+            "reservation_ends": r.ends,
+            "effective_price_per_hour": float(off.price or 0.0),
+        }
+    if off.coverage is not None:
+        return {"effective_price_per_hour": float(off.price or 0.0), "covered_by": [off.coverage.pool]}
+    return {}
+
+
+@dataclass
+class CommitmentUse:
+    """One commitment over a plan: its units (instances, normalized units, or $/h for a Savings Plan) used by
+    the existing fleet and by the plan's NodeClaims, and what is left."""
+
+    name: str
+    kind: str
+    unit: str  # "instances", "normalized units", "$/h"
+    total: float
+    used_by_existing: float
+    used_by_plan: float
+
+    @property
+    def left(self) -> float:
+        return max(0.0, self.total - self.used_by_existing - self.used_by_plan)
 
 
 @dataclass
@@ -73,6 +119,8 @@ class Results:
     schedules: list[OpenWindow] = field(default_factory=list)
     # each workload's on-demand share after the plan (packing.ondemandshare.settle); empty when none has one
     on_demand_share: list[ShareRow] = field(default_factory=list)
+    # per commitment the run priced (packing.commitmentpricing.settle): used and left; empty without any
+    commitments: list[CommitmentUse] = field(default_factory=list)
 
     @property
     def unschedulable(self) -> dict[str, list[tuple[str, str]]]:
@@ -87,6 +135,11 @@ class Results:
     @property
     def cost_per_hour(self) -> float:
         return float(round(sum(c.price_per_hour for c in self.nodeclaims), 6))
+
+    @property
+    def effective_cost_per_hour(self) -> float:
+        """What the NodeClaims add to the bill (effective prices; the list prices where there are none)."""
+        return float(round(sum(c.effective_price for c in self.nodeclaims), 6))
 
     @property
     def existing_cost_per_hour(self) -> float:

@@ -32,6 +32,7 @@ from packing.resources import CPU, MEMORY, PODS
 from packing.scheduling import reasons
 from packing.scheduling.amounts import clamped_node, clamped_pod, no_options_reason, representable_types
 from packing.scheduling.reasons import Reason
+from packing.scheduling.reservations import choice_catalog, has_limited
 from packing.scheduling.results import Results
 from packing.scheduling.solve import Solve
 from packing.scheduling.templates import PoolTemplate
@@ -62,6 +63,13 @@ class Scheduler:
         self.nodepools = sorted(nodepools, key=lambda p: (-p.weight, p.name))
         # amounts beyond MAX_AMOUNT are not computed with (see packing.resources.MAX_AMOUNT)
         self.instance_types = representable_types(instance_types)
+        # reserved offerings and commitments' shares are limited (packing.scheduling.reservations)
+        self.limited = has_limited(self.instance_types)
+        # the disruption simulation's input nodes: the others were launched by its actions and take their
+        # share of reservations and commitments (packing.scheduling.reservations.Ledger); None in a plan
+        self.input_nodes: frozenset[str] | None = None
+        if self.limited:
+            self.instance_types = choice_catalog(self.instance_types)
         self.existing_nodes = [clamped_node(n) for n in existing_nodes]
         self.running_pods = [clamped_pod(p) for p in running_pods]
         self.daemonsets = [
@@ -80,8 +88,12 @@ class Scheduler:
         self._price: dict[tuple[str, str, str], float] = {}
         for it in self.instance_types:
             for o in it.offerings:
+                if o.coverage is not None:
+                    continue  # a commitment's share of an on-demand offering lists at that offering's price
                 if o.price is not None:
-                    self._price[(it.name, o.zone, o.capacity_type)] = o.price
+                    self._price[(it.name, o.zone, o.capacity_type)] = (
+                        o.list_price if o.list_price is not None else o.price
+                    )
 
     def price_of(self, labels: Mapping[str, str]) -> float | None:
         return self._price.get(
@@ -196,4 +208,4 @@ def _weight_ties(tpls: Sequence[PoolTemplate]) -> list[list[PoolTemplate]]:
 
 def _plan_key(res: Results) -> tuple[int, float]:
     """Fewer unschedulable pods first, then the lower cost (rounded, so that float noise never decides)."""
-    return (len(res.unschedulable_reasons), round(res.cost_per_hour, 9))
+    return (len(res.unschedulable_reasons), round(res.effective_cost_per_hour, 9))

@@ -23,6 +23,7 @@ import numpy as np
 import numpy.typing as npt
 
 from packing import bound
+from packing.instancetype import Offering
 from packing.nodepool import (
     CAPACITY_TYPE_LABEL,
     HOSTNAME_LABEL,
@@ -46,7 +47,8 @@ from packing.scheduling.nodeclaim import NodeClaim
 from packing.scheduling.preferences import PodContext
 from packing.scheduling.queue import RetryQueue, largest_first
 from packing.scheduling.reasons import Reason, ReasonKind
-from packing.scheduling.results import ExistingPlacement, PlannedNodeClaim, Results
+from packing.scheduling.reservations import pool_of, reservation_labels, settle
+from packing.scheduling.results import ExistingPlacement, PlannedNodeClaim, Results, limited_fields
 from packing.scheduling.spreadsplit import split_spread_groups
 from packing.scheduling.topology import AFFINITY, ANTI, SPREAD, Topology, TopologyGroup
 from packing.scheduling.vectors import add, vector
@@ -63,6 +65,12 @@ MAX_OPTIONS = 60  # instance types listed per planned NodeClaim (its instance_ty
 _ALT_BLOCK = 128
 
 
+def _cap_price(o: Offering) -> float:
+    """The price the size caps weigh types by: a limited offering at its list price (a reservation priced 0
+    would cap every claim to the reserved type, though it holds only so many)."""
+    return float(o.list_price if o.list_price is not None else (o.price or 0.0))
+
+
 class Solve:
     """One solve of a Scheduler: its pods, the pools prepared for their resource keys, the existing nodes
     with their free room, the NodeClaims opened so far, topology counts and limit usage.
@@ -76,9 +84,12 @@ class Solve:
     ) -> None:
         self.s = s
         self.greedy = greedy
+        self.exclude = exclude
         self.started = time.perf_counter()
         keyset: set[str] = {CPU, MEMORY, PODS}
         self.errors: dict[str, list[Reason]] = {}
+        # pod -> (pool, reservation id): bulk packing left it out once the pool's reservations were used up
+        self.reservation_full: dict[str, tuple[str, str]] = {}
         beyond: list[Pod] = []
         for p in pods:
             keyset.update(p.requests)
@@ -368,9 +379,8 @@ class Solve:
         for tpl in self.tpls:
             if not tpl.options:
                 continue
-            prices = np.array(
-                [(o.offering_for(tpl.base) or o.offerings[0]).price or 0.0 for o in tpl.options]
-            )
+            offs = [o.offering_for(tpl.base) or o.offerings[0] for o in tpl.options]
+            prices = np.array([_cap_price(off) for off in offs])
             m = tpl.alloc_matrix
             fits = (m >= biggest).all(axis=1)
             if not fits.any():
@@ -381,7 +391,10 @@ class Solve:
             est = prices * need.max(axis=1)
             est = np.where(fits, est, np.inf)
             best = int(np.argmin(est))
-            self.size_caps[tpl.name] = prices <= prices[best] + 1e-12
+            cap = prices <= prices[best] + 1e-12
+            if self.s.limited:
+                cap |= np.array([off.limited for off in offs], dtype=bool)  # a reservation is always in reach
+            self.size_caps[tpl.name] = cap
 
     def run(self, lower_bound: bool) -> Results:
         self._compute_size_caps([c for c in self.ctxs if self._is_constrained(c)])
@@ -417,6 +430,11 @@ class Solve:
             failed.extend(self._keep_min_values_in_bulk(first_bulk))
         for ctx in failed:
             self.errors[ctx.pod.key] = self.explain(ctx)
+            full = self.reservation_full.get(ctx.pod.key)
+            if full is not None:
+                # the pool would take it but for a used-up reservation: say so rather than the generic reason
+                why = reasons.reservation_full(*full)
+                self.errors[ctx.pod.key] = [why if r.nodepool == full[0] else r for r in self.errors[ctx.pod.key]]
         if not self.greedy:
             repack_small_groups(self, first_bulk, seq_before)
         return self.results(lower_bound)
@@ -499,16 +517,18 @@ class Solve:
             unschedulable_reasons=self.errors,
             unusable_nodepool_reasons=dict(self.s.unusable_reasons),
         )
-        label_cache: dict[tuple[str, str, str, str, Requirements], dict[str, str]] = {}
+        label_cache: dict[tuple[str, str, str, str, Requirements, str | None], dict[str, str]] = {}
         alloc_cache: dict[str, Resources] = {}
         claims = list(self.claims)
+        if self.s.limited:
+            claims = settle(self, claims)
         options_of = self._alternatives(claims)
         if self.any_min_values and self.strict_min_values:
             claims, options_of = self._drop_truncated_below_min_values(claims, options_of)
         for claim, (names, kept_min) in zip(claims, options_of, strict=True):
             assert claim.chosen is not None and claim.offering is not None
             o, off = claim.chosen, claim.offering
-            lk = (claim.tpl.name, o.it.name, off.zone, off.capacity_type, claim.reqs)
+            lk = (claim.tpl.name, o.it.name, off.zone, off.capacity_type, claim.reqs, pool_of(off))
             cached = label_cache.get(lk)
             if cached is None:
                 labels: dict[str, str] = dict(claim.tpl.pool.labels)
@@ -522,6 +542,7 @@ class Solve:
                         CAPACITY_TYPE_LABEL: off.capacity_type,
                     }
                 )
+                labels.update(reservation_labels(off))
                 labels.pop(HOSTNAME_LABEL, None)
                 cached = label_cache[lk] = dict(sorted(labels.items()))
             labels = dict(cached)
@@ -530,6 +551,9 @@ class Solve:
             allocatable = alloc_cache.get(o.it.name)
             if allocatable is None:
                 allocatable = alloc_cache[o.it.name] = o.it.allocatable
+            if off.limited:
+                # pinned to the reservation (or the commitment's type): a launch must not fall off it
+                names = [o.it.name]
             res.nodeclaims.append(
                 PlannedNodeClaim(
                     name=claim.name,
@@ -538,7 +562,7 @@ class Solve:
                     instance_type_options=names[:MAX_OPTIONS],
                     capacity_type=off.capacity_type,
                     zone=off.zone,
-                    price_per_hour=float(off.price or 0.0),
+                    price_per_hour=float(off.list_price if off.list_price is not None else (off.price or 0.0)),
                     overlays=list(off.overlays),
                     labels=labels,
                     taints=list(claim.tpl.pool.taints),
@@ -547,8 +571,13 @@ class Solve:
                     requests=used,
                     allocatable=allocatable,
                     min_values_relaxed=claim.min_values_relaxed or not kept_min,
+                    **limited_fields(off),
                 )
             )
+        if self.s.limited:
+            for c in res.nodeclaims:
+                if c.effective_price_per_hour is None:
+                    c.effective_price_per_hour = c.price_per_hour
         for node in self.nodes:
             res.existing.append(
                 ExistingPlacement(node.name, node.spec.kind, list(node.pods), self.s.price_of(node.labels))

@@ -14,13 +14,13 @@ solve's usage (pools with limits keep nothing that depends on usage).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
 import numpy.typing as npt
 
-from packing.instancetype import CAPACITY_TYPE_SPOT, InstanceType, Offering
+from packing.instancetype import InstanceType, Offering
 from packing.nodepool import (
     CAPACITY_TYPE_LABEL,
     INSTANCE_TYPE_LABEL,
@@ -32,6 +32,7 @@ from packing.nodepool import (
 from packing.pods import HostPort
 from packing.requirements import Requirement, Requirements
 from packing.resources import Resources
+from packing.scheduling.reservations import capacity_rank
 from packing.scheduling.vectors import Vec, vector
 
 __all__ = ["LaunchOptions", "PoolTemplate", "TypeOption"]
@@ -72,7 +73,23 @@ class TypeOption:
                 continue
             if cr is not None and not cr.has(o.capacity_type):
                 continue
-            k = (0 if o.capacity_type == CAPACITY_TYPE_SPOT else 1, o.price or 0.0, o.zone, o.capacity_type)
+            k = (capacity_rank(o), o.price or 0.0, o.zone, o.capacity_type)
+            if best_key is None or k < best_key:
+                best, best_key = o, k
+        return best
+
+    def offering_within(self, reqs: Requirements, room: Callable[[Offering], bool]) -> Offering | None:
+        """offering_for among the offerings `room` admits (a limited offering whose pool has nothing left is
+        out); not cached: what is left changes within a solve."""
+        zr, cr = reqs.get(ZONE_LABEL), reqs.get(CAPACITY_TYPE_LABEL)
+        best: Offering | None = None
+        best_key: tuple[int, float, str, str] | None = None
+        for o in self.offerings:
+            if (zr is not None and not zr.has(o.zone)) or (cr is not None and not cr.has(o.capacity_type)):
+                continue
+            if not room(o):
+                continue
+            k = (capacity_rank(o), o.price or 0.0, o.zone, o.capacity_type)
             if best_key is None or k < best_key:
                 best, best_key = o, k
         return best
@@ -218,8 +235,7 @@ class PoolTemplate:
             for alt in self.viable(reqs):
                 aoff = alt.offering_for(reqs)
                 if aoff is not None:
-                    spot = 0 if aoff.capacity_type == CAPACITY_TYPE_SPOT else 1
-                    ranked.append((spot, aoff.price or 0.0, alt.it.name, alt.index))
+                    ranked.append((capacity_rank(aoff), aoff.price or 0.0, alt.it.name, alt.index))
             ranked.sort()
             order = np.array([r[3] for r in ranked], dtype=np.int64)
             order.setflags(write=False)

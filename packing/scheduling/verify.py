@@ -13,6 +13,7 @@ from packing.nodepool import CAPACITY_TYPE_LABEL, HOSTNAME_LABEL, NODEPOOL_LABEL
 from packing.pods import HostPort, Pod, PodAffinityTerm
 from packing.requirements import Requirement, Requirements
 from packing.resources import CPU, MEMORY, PODS, Resources
+from packing.scheduling.reservations import Ledger
 from packing.scheduling.results import Results
 from packing.scheduling.scheduler import Scheduler
 from packing.taints import Taint, first_untolerated, is_ephemeral
@@ -69,6 +70,7 @@ def check_plan(sched: Scheduler, pending: Sequence[Pod], res: Results) -> list[s
         n.daemons = [ds for ds in sched.daemonsets if ds.key not in here and ds.runs_on(taints, labels)]
         nodes.append(n)
     catalog = {it.name: it for it in sched.instance_types}
+    on_reservation: dict[str, int] = {}
     for c in res.nodeclaims:
         it = catalog[c.instance_type]
         labels = dict(c.labels)
@@ -89,16 +91,32 @@ def check_plan(sched: Scheduler, pending: Sequence[Pod], res: Results) -> list[s
             if ds.tolerates(pool.taints) and ds.lands_on(base, type_labels, [(c.zone, c.capacity_type)])
         ]
         nodes.append(n)
-        off = [o for o in it.offerings if o.zone == c.zone and o.capacity_type == c.capacity_type]
-        if not off or not off[0].available or off[0].price is None:
+        off = [
+            o
+            for o in it.offerings
+            if o.zone == c.zone
+            and o.capacity_type == c.capacity_type
+            and (o.reservation.id if o.reservation is not None else None) == c.reservation_id
+            and o.coverage is None
+        ]
+        listed = None if not off else (off[0].list_price if off[0].list_price is not None else off[0].price)
+        if not off or not off[0].available or listed is None:
             errors.append(
                 f"{c.name}: offering {c.instance_type}/{c.zone}/{c.capacity_type} is not launchable"
             )
-        elif abs((off[0].price or 0.0) - c.price_per_hour) > 1e-9:
-            errors.append(f"{c.name}: price {c.price_per_hour} differs from the offering's {off[0].price}")
+        elif abs(listed - c.price_per_hour) > 1e-9:
+            errors.append(f"{c.name}: price {c.price_per_hour} differs from the offering's {listed}")
+        if c.reservation_id is not None:
+            on_reservation[c.reservation_id] = on_reservation.get(c.reservation_id, 0) + 1
         pool = pools[c.nodepool]
         if not pool.requirements.matches(labels):
             errors.append(f"{c.name}: labels violate nodepool {pool.name} requirements")
+    # no reservation holds more of the plan's NodeClaims than it has free (less its in-flight NodeClaims)
+    left = Ledger(sched.instance_types, sched.existing_nodes, sched.input_nodes).left
+    for rid, count in sorted(on_reservation.items()):
+        free = left.get("reservation/" + rid, 0.0)
+        if count > free + 1e-9:
+            errors.append(f"reservation {rid}: {count} nodeclaims on it, {free:g} free")
     seen: dict[str, str] = {}
     for n in nodes:
         for p in n.placed:

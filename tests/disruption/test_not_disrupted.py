@@ -56,6 +56,7 @@ WORDS: dict[NotDisruptedCategory, str] = {
     Category.NO_LAUNCHABLE_TYPE: r"no nodepool can launch a replacement",
     Category.NO_CHEAPER_REPLACEMENT: r"no cheaper replacement: cheapest fitting option ",
     Category.SPOT_TO_SPOT: r"spot-to-spot replacement ",
+    Category.RESERVED_CAPACITY: r"^node \S+ runs on capacity reservation \S+, paid whether used or not: ",
     Category.NO_SAVING: r"no saving: ",
     Category.BELOW_MIN_SAVINGS: r"is below --min-savings ",
     Category.BELOW_SCORE_THRESHOLD: r"^Balanced consolidation, .*: score \d+\.\d\d < threshold 0\.50 ",
@@ -158,6 +159,7 @@ def test_the_order_of_methods_is_data() -> None:
     run = RunState(cluster([node("n1", M4)], []), AT, None, 100)
     with_repack = [(m.name, m.waits_for_chain, m.chains) for m in methods(run, repack=True)]
     assert with_repack == [
+        ("capacity-block", False, False),
         ("emptiness", False, False),
         ("drift", False, False),
         ("expiration", False, False),
@@ -168,7 +170,7 @@ def test_the_order_of_methods_is_data() -> None:
         ("single-node", False, False),
     ]
     assert [m.name for m in methods(run, repack=False)] == [
-        "emptiness", "drift", "expiration", "multi-node", "single-node"
+        "capacity-block", "emptiness", "drift", "expiration", "multi-node", "single-node"
     ]
 
 

@@ -587,3 +587,43 @@ def test_expansion_is_checked_before_any_pod_is_made(tmp_path: Path) -> None:
                                                      r"100000 pending pods in all \(the maximum\)$"):
         kubeobjects.expand_workloads(inp)
     assert inp.pending == []
+
+
+def test_a_commitment_document_prices_the_plan(tmp_path: Path) -> None:
+    """A Reserved Instance for one c-4x in us-east-1a, given with the pods, makes that node cost nothing more: the
+    plan takes it over the cheaper-listed spot offering and says what covers it (issue 19)."""
+    cat = tmp_path / "catalog.yaml"
+    cat.write_text(CATALOG)
+    objs = tmp_path / "cluster.yaml"
+    objs.write_text("""
+apiVersion: karpenter.sh/v1
+kind: NodePool
+metadata: {name: default}
+spec:
+  template:
+    spec:
+      requirements:
+      - {key: karpenter.sh/capacity-type, operator: In, values: [spot, on-demand]}
+      nodeClassRef: {group: karpenter.k8s.aws, kind: EC2NodeClass, name: default}
+---
+apiVersion: loadmaster.dev/v1alpha1
+kind: Commitment
+metadata: {name: ri-c4x}
+spec: {type: ReservedInstances, instanceType: c-4x, zone: us-east-1a, count: 1}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: web, namespace: default}
+spec:
+  containers:
+  - name: c
+    resources: {requests: {cpu: "1", memory: 1Gi}}
+""")
+    out, err = io.StringIO(), io.StringIO()
+    assert main([str(objs), "--catalog", str(cat)], stdout=out, stderr=err) == 0, err.getvalue()
+    doc = json.loads(out.getvalue())
+    (claim,) = doc["nodeclaims"]
+    assert (claim["instance_type"], claim["capacity_type"], claim["zone"]) == ("c-4x", "on-demand", "us-east-1a")
+    assert claim["covered_by"] == ["ri-c4x"] and claim["effective_price_per_hour"] == 0
+    (use,) = doc["summary"]["commitments"]
+    assert use["name"] == "ri-c4x" and use["left"] == 0

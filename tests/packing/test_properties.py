@@ -700,3 +700,121 @@ def test_overlays_are_order_free_never_negative_and_touch_only_what_they_select(
     # a conflicting overlay is applied nowhere
     out = {c.overlay for c in result.conflicts}
     assert not out & {name for t in result.types for o in t.offerings for name in o.overlays}
+@st.composite
+def reserved_catalogs(draw: st.DrawFn) -> list[InstanceType]:
+    """catalogs() with reserved offerings on some types: one or two reservations, each shared by offerings of
+    one type in one zone (sometimes seen twice, with different free counts, as through two NodeClasses)."""
+    from tests.engine_builders import with_reservation
+
+    cat = draw(catalogs())
+    for k in range(draw(st.integers(1, 2))):
+        i = draw(st.integers(0, len(cat) - 1))
+        zone = next(o.zone for o in cat[i].offerings)
+        free = draw(st.integers(0, 4))
+        cat[i] = with_reservation(cat[i], f"cr-{k}", free, zone=zone, price=draw(st.sampled_from([None, 0.01])))
+        if draw(st.booleans()):
+            cat[i] = with_reservation(cat[i], f"cr-{k}", free + 1, zone=zone)
+    return cat
+
+
+@st.composite
+def reserved_pools(draw: st.DrawFn) -> list[NodePool]:
+    cts = draw(st.sampled_from([["reserved"], ["reserved", "spot", "on-demand"], ["reserved", "on-demand"]]))
+    return [NodePool("default", Requirements([Requirement.new(CT, "In", cts)]))]
+
+
+@given(reserved_catalogs(), reserved_pools(), pod_lists(), st.integers(0, 2))
+def test_no_reservation_is_overfilled_and_effective_cost_is_bounded(
+    cat: list[InstanceType], nps: list[NodePool], pods: list[Pod], inflight: int
+) -> None:
+    from packing.scheduling.reservations import RESERVATION_ID_LABEL
+
+    nodes = [
+        ExistingNodeSpec(
+            f"claim{i}",
+            {ZONE: ZONES[0], HOST: f"claim{i}", CT: "reserved", RESERVATION_ID_LABEL: "cr-0"},
+            Resources.parse({"cpu": "1", "memory": "1Gi", "pods": "10"}),
+            kind="NodeClaim",
+        )
+        for i in range(inflight)
+    ]
+    s = Scheduler(nps, cat, nodes)
+    r = s.solve(pods, lower_bound=True)
+    # check_plan counts the NodeClaims on each reservation against its free instances (less the in-flight ones)
+    assert check_plan(s, pods, r) == []
+    # the bound prices reserved capacity as the solve does (prepaid: 0): the plan's bill never goes below it
+    assert r.lower_bound is not None and r.lower_bound <= r.effective_cost_per_hour + 1e-9
+    assert r.effective_cost_per_hour <= r.cost_per_hour + 1e-9
+
+
+@given(reserved_catalogs(), pod_lists(), st.data())
+def test_consolidation_never_overfills_a_reservation_or_a_commitment(
+    cat: list[InstanceType], pods: list[Pod], data: st.DataObject
+) -> None:
+    from packing.disruption import consolidate
+    from tests.engine_builders import AT, all_capacity_pool, cluster, node
+
+    types = [it for it in cat if any(o.capacity_type == "on-demand" for o in it.offerings)]
+    if not types:
+        return
+    nodes = []
+    running = []
+    for i in range(data.draw(st.integers(1, 5))):
+        it = data.draw(st.sampled_from(types))
+        zone = next(o.zone for o in it.offerings if o.capacity_type == "on-demand")
+        nodes.append(node(f"n{i}", it, zone=zone))
+        for j, p in enumerate(pods[i::5][:2]):
+            running.append(dataclasses.replace(p, name=f"r{i}-{j}", node_name=f"n{i}"))
+    from packing.commitments import Commitment, CommitmentKind
+
+    ri_count = data.draw(st.integers(0, 2))
+    ri_type = data.draw(st.sampled_from(types)).name
+    ri = Commitment("ri", CommitmentKind.RESERVED_INSTANCES, instance_type=ri_type, count=ri_count)
+    c = dataclasses.replace(cluster(nodes, running, pools=[all_capacity_pool()], cat=cat), commitments=[ri])
+    report = consolidate(c, AT)
+    # a commitment is never used by more replacements than it covers
+    assert sum(1 for a in report.actions for rep in a.replacements if rep.get("covered_by") == ["ri"]) <= ri_count
+    free: dict[str, int] = {}
+    for it in cat:
+        for o in it.offerings:
+            if o.reservation is not None:
+                rid = o.reservation.id
+                free[rid] = min(free.get(rid, o.reservation.available), o.reservation.available)
+    launched: dict[str, int] = {}
+    for a in report.actions:
+        for rep in a.replacements:
+            rid = rep.get("reservation_id")
+            if rid is not None:
+                launched[rid] = launched.get(rid, 0) + 1
+    assert all(launched[rid] <= free[rid] for rid in launched)
+
+
+@given(catalogs(), pools(), pod_lists(), st.data())
+def test_commitment_priced_plans_are_feasible_and_bounded(
+    cat: list[InstanceType], nps: list[NodePool], pods: list[Pod], data: st.DataObject
+) -> None:
+    from packing.commitmentpricing import priced_catalog, settle_plan
+    from packing.commitments import Commitment, CommitmentKind
+
+    names = [it.name for it in cat]
+    commitments = []
+    if data.draw(st.booleans()):
+        ri_type = data.draw(st.sampled_from(names))
+        commitments.append(
+            Commitment("ri", CommitmentKind.RESERVED_INSTANCES, instance_type=ri_type, count=data.draw(st.integers(0, 4)))
+        )
+    if data.draw(st.booleans()):
+        rates = {n: data.draw(st.sampled_from([0.0, 0.2, 0.5, 0.9])) for n in names if data.draw(st.booleans())}
+        hourly = data.draw(st.sampled_from([0.05, 0.3, 2.0]))
+        commitments.append(Commitment("sp", CommitmentKind.COMPUTE_SAVINGS_PLAN, hourly_commitment=hourly, rates=rates))
+    priced = priced_catalog(cat, commitments, [])
+    s = Scheduler(nps, priced)
+    r = s.solve(pods, lower_bound=True)
+    assert check_plan(s, pods, r) == []
+    settle_plan(r, cat, commitments, [])
+    # the bound is computed over the same marginal prices: the effective bill never goes below it
+    assert r.lower_bound is not None and r.lower_bound <= r.effective_cost_per_hour + 1e-9
+    for u in r.commitments:
+        assert u.used_by_plan <= u.total + 1e-9
+    for c in r.nodeclaims:
+        assert c.effective_price_per_hour is None or -1e-9 <= c.effective_price_per_hour <= c.price_per_hour + 1e-9
