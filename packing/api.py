@@ -96,6 +96,7 @@ from packing.planning import (
 )
 from packing.pods import Pod
 from packing.podspec import parse_pod_spec
+from packing.poolschedule import SCHEDULES_ANNOTATION, OpenWindow, parse_windows, pools_at
 from packing.quantity import MAX_QUANTITY, QuantityError, format_quantity, parse_quantity
 from packing.requirements import MinValuesPolicy, Requirement, Requirements
 from packing.resources import CPU, MEMORY, PODS, Resources
@@ -107,6 +108,10 @@ from packing.taints import EFFECTS, Taint, first_untolerated
 from packing.yamlinput import brief, load_all, load_one
 
 __all__ = [
+    "SCHEDULES_ANNOTATION",
+    "OpenWindow",
+    "parse_windows",
+    "pools_at",
     "ACTIVE_CAPACITY",
     "BUFFER_KIND",
     "BufferReport",

@@ -69,6 +69,7 @@ from packing.podspec import (
     scheduling_gates,
     taints,
 )
+from packing.poolschedule import SCHEDULES_ANNOTATION, PoolWindow, parse_windows
 from packing.requirements import Requirement, Requirements
 from packing.resources import Resources
 from packing.streaming import Declined, is_json_object, json_bytes_objects, stream_objects
@@ -332,8 +333,17 @@ def _nodepool(doc: Mapping[str, Any], out: Inputs, where: str) -> None:
             weight=as_int(spec.get("weight"), "spec.weight", 0, lo=1, hi=100),
             node_class=as_str(ref.get("name"), "spec.template.spec.nodeClassRef.name"),
             replicas=replicas,
+            windows=_pool_windows(meta, static=replicas is not None),
         )
     )
+
+
+def _pool_windows(meta: Mapping[str, Any], *, static: bool) -> tuple[PoolWindow, ...]:
+    annotations = as_object(meta.get("annotations"), "metadata.annotations")
+    if SCHEDULES_ANNOTATION not in annotations:
+        return ()
+    return parse_windows(annotations[SCHEDULES_ANNOTATION], static=static,
+                         path=f"metadata.annotations[{SCHEDULES_ANNOTATION}]")
 
 
 def _nodeclass(doc: Mapping[str, Any], out: Inputs, where: str) -> None:

@@ -4,12 +4,15 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from packing.pods import Pod
 from packing.requirements import Requirements
 from packing.resources import Resources
 from packing.taints import Taint, first_untolerated
+
+if TYPE_CHECKING:
+    from packing.poolschedule import PoolWindow
 
 __all__ = ["WELL_KNOWN_LABELS", "DaemonSet", "ExistingNodeSpec", "NodePool", "PodDisruptionBudget"]
 
@@ -56,6 +59,7 @@ CONSOLIDATION_POLICY_DEFAULT = "WhenEmptyOrUnderutilized"  # spec.disruption.con
 CONSOLIDATE_AFTER_DEFAULT = "0s"                         # spec.disruption.consolidateAfter
 BUDGET_NODES_DEFAULT = "10%"                             # spec.disruption.budgets[].nodes, and the one budget
                                                          # a NodePool without spec.disruption.budgets gets
+CONSOLIDATION_POLICIES = ("WhenEmpty", "WhenEmptyOrUnderutilized", "Balanced")  # Karpenter v1.14's CRD enum
 # A static NodePool (spec.replicas set, Karpenter v1.14, alpha) may limit only its number of nodes.
 STATIC_LIMIT_KEYS = frozenset({"nodes"})
 
@@ -76,6 +80,9 @@ class NodePool:
     # spec.replicas: a static NodePool keeps this many nodes whatever the pods ask for; it launches no node for
     # pending pods (pods may still schedule onto its nodes) and consolidation leaves its nodes alone. None: dynamic.
     replicas: int | None = None
+    # Loadmaster's clock policies (packing.poolschedule, annotation loadmaster.dev/schedules): windows that change
+    # limits, consolidation policy or replicas while open. packing.poolschedule.pools_at applies them.
+    windows: tuple[PoolWindow, ...] = ()
 
     @property
     def static(self) -> bool:

@@ -11,10 +11,12 @@ from collections.abc import Sequence
 from typing import TextIO
 
 from packing.cli_arguments import CliParser, add_input_arguments, input_budget
+from packing.disruption.formatting import parse_time
 from packing.fields import InputError
 from packing.kubeobjects import Inputs, expand_workloads, load_files
 from packing.plan_output import render_json, render_text
 from packing.planning import plan, resolve_catalog, skipped_notice
+from packing.yamlinput import brief
 
 __all__ = ["build_parser", "main"]
 
@@ -22,6 +24,9 @@ __all__ = ["build_parser", "main"]
 def build_parser() -> argparse.ArgumentParser:
     p = CliParser(prog="python -m packing plan", description="Dry-run the provisioner over Kubernetes objects.")
     add_input_arguments(p)
+    p.add_argument(
+        "--at", metavar="ISO-8601", help="the clock for NodePools' clock-policy windows (loadmaster.dev/schedules; default now)"
+    )
     p.add_argument("--output", choices=("json", "text"), default="json")
     return p
 
@@ -38,6 +43,11 @@ def main(
     except SystemExit as e:
         return int(e.code or 0)
     try:
+        at = parse_time(args.at) if args.at else None
+    except ValueError:
+        print(f"error: --at: invalid time {brief(args.at)} (expected ISO-8601, e.g. 2026-12-01T05:00:00Z)", file=stderr)
+        return 2
+    try:
         budget = input_budget(args)
         inp = load_files(args.files, budget=budget)
         cat_inp = load_files(args.catalog, budget=budget) if args.catalog else Inputs()
@@ -50,7 +60,7 @@ def main(
     if notice:
         print(notice, file=stderr)
     try:
-        res = plan(inp, catalog, min_values_policy=args.min_values_policy)
+        res = plan(inp, catalog, min_values_policy=args.min_values_policy, at=at)
     except InputError as e:
         print(f"error: {e}", file=stderr)
         return 2

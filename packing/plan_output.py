@@ -7,6 +7,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, TextIO
 
 from packing.pods import IgnoredPod
+from packing.poolschedule import describe as describe_windows
 from packing.scheduling.reasons import Reason
 from packing.scheduling.results import ExistingPlacement, PlannedNodeClaim, Results
 
@@ -98,6 +99,9 @@ def render_json(res: Results, ignored: Sequence[IgnoredPod] = ()) -> dict[str, A
     }
     if res.buffers:
         doc["buffers"] = [b.json() for b in res.buffers]
+    if res.schedules:
+        # only when a NodePool's clock-policy window was open at the plan's time (packing.poolschedule)
+        doc["schedules"] = [w.as_json() for w in res.schedules]
     return doc
 
 
@@ -136,6 +140,10 @@ def render_text(res: Results, out: TextIO, ignored: Sequence[IgnoredPod] = ()) -
             w(f"  {pod}\n")
             for np_, why in reasons:
                 w(f"    - nodepool {np_}: {why}\n" if np_ else f"    - {why}\n")
+    if res.schedules:
+        w("Clock-policy windows in force:\n")
+        for line in describe_windows(res.schedules):
+            w(f"  {line}\n")
     if ignored:
         w("Not provisioned for (ignored):\n")
         for i in ignored_json(ignored):

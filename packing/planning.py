@@ -7,6 +7,7 @@ replays do with documents held in memory. Errors are InputErrors (the CLIs print
 from __future__ import annotations
 
 from collections.abc import Sequence
+from datetime import UTC, datetime
 from typing import Any
 
 from packing.buffers import ResolvedBuffer, buffer_reports, resolve_buffers, without_virtual
@@ -15,6 +16,7 @@ from packing.fields import InputError
 from packing.instancetype import InstanceType
 from packing.kubeobjects import Inputs, expand_workloads, inflight_claims
 from packing.nodepool import ExistingNodeSpec
+from packing.poolschedule import pools_at
 from packing.requirements import MinValuesPolicy
 from packing.scheduling.results import Results
 from packing.scheduling.scheduler import Scheduler
@@ -108,6 +110,7 @@ def plan(
     *,
     lower_bound: bool = True,
     min_values_policy: MinValuesPolicy = MinValuesPolicy.STRICT,
+    at: datetime | None = None,
 ) -> Results:
     """The provisioner's plan for the pending pods of `inp` (workloads without pods expanded first): the
     NodeClaims to launch, the placements on existing nodes, and why each unschedulable pod is. With
@@ -115,12 +118,17 @@ def plan(
 
     The virtual pods of the input's CapacityBuffers are solved for with the pending pods, so the plan launches
     room for them; they are then taken out of its pending and unschedulable pods and reported in
-    Results.buffers instead."""
+    Results.buffers instead.
+
+    NodePools with clock-policy windows (packing.poolschedule) are taken as they are at `at` (default now); the
+    open windows are in Results.schedules."""
     expand_workloads(inp)
     resolved = buffer_pods(inp)
     nodes = existing_nodes(inp, catalog)
+    pools, opened = (pools_at(inp.nodepools, at or datetime.now(UTC)) if any(p.windows for p in inp.nodepools)
+                     else (inp.nodepools, []))
     sched = Scheduler(
-        inp.nodepools,
+        pools,
         catalog,
         nodes,
         inp.running,
@@ -128,8 +136,11 @@ def plan(
         min_values_policy=min_values_policy,
     )
     if not resolved:
-        return sched.solve(inp.pending, lower_bound=lower_bound)
+        res = sched.solve(inp.pending, lower_bound=lower_bound)
+        res.schedules = opened
+        return res
     res = sched.solve([*inp.pending, *(p for r in resolved for p in r.pods)], lower_bound=lower_bound)
     res.buffers = buffer_reports(resolved, res, {n.name: n.allocatable for n in nodes})
     without_virtual(res, resolved)
+    res.schedules = opened
     return res

@@ -32,7 +32,13 @@ from django.utils import timezone
 
 from console.backends.base import CloudEvent, CloudProvider, ClusterBackend, LaunchOption, NodeNotFound
 from console.control.launch import offering_mark_unavailable
-from console.control.termination import TerminationOutcome, node_drain, termination_run
+from console.control.termination import (
+    TerminationOutcome,
+    claim_grace_text,
+    forced_deletions_record,
+    node_drain,
+    termination_run,
+)
 from console.fleet.models import Decision, NodeClaim
 from console.fleet.services import nodeclaims_mark_for_deletion
 from console.history.services import history_node_interrupted
@@ -212,7 +218,15 @@ def _interrupted(claim: NodeClaim, event: CloudEvent, cluster: ClusterBackend, n
         except NodeNotFound:
             node_gone = True
         else:
-            node_drain(cluster=cluster, node_name=claim.node_name)
+            # The interruption deleted the claim, so its terminationGracePeriod runs from now (its deadline
+            # was set when it was marked): the first drain already deletes pods whose own grace would end late.
+            claim.refresh_from_db(fields=["termination_deadline"])
+            deadline = claim.termination_deadline
+            drain = node_drain(cluster=cluster, node_name=claim.node_name, deadline=deadline, now=now)
+            if drain.deleted and deadline is not None:
+                forced_deletions_record(claim=claim, nodepool_name=claim.nodepool_name, node_name=claim.node_name,
+                                        deleted=drain.deleted, deadline=deadline, now=now,
+                                        grace=claim_grace_text(claim))
     if not first:
         log.info("%s for %s: NodeClaim %s is already being removed", event.kind, claim.instance_id, claim.name)
         return

@@ -21,6 +21,7 @@ from django.utils import timezone
 
 from console import adapters
 from console.backends.base import ClusterBackend
+from console.buffers.selectors import buffer_headroom
 from console.control.launch import engine_catalog
 from console.control.live_cluster import LiveCluster, NodeRow, live_cluster
 from console.fleet.models import Decision, EC2NodeClass, NodePool
@@ -115,6 +116,17 @@ def lower_bounds(*, cluster: ClusterBackend, live: LiveCluster, now: datetime) -
     return bounds
 
 
+def _headroom(*, cluster: ClusterBackend, live: LiveCluster) -> tuple[Decimal | None, Decimal | None]:
+    """The CapacityBuffers' headroom cost this minute (the cost page's tile reads it from here, so a page view
+    never runs a solve); (None, None) when it cannot be computed now, which the tile says."""
+    try:
+        room = buffer_headroom(cluster=cluster, pods=live.pods, nodes=live.node_objects)
+    except Exception as exc:  # the catalog or the cluster unavailable: the rest of the sample is still recorded
+        log.warning("metrics: CapacityBuffer headroom not computed: %s", exc)
+        return None, None
+    return _money(room.held_per_hour), _money(room.total_per_hour)
+
+
 def _money(value: float) -> Decimal:
     return Decimal(str(round(value, 6)))
 
@@ -154,6 +166,7 @@ def metrics_record(*, cluster: ClusterBackend, now: datetime | None = None) -> l
     pending_reasons = reasons.pending_reason_counts(verdicts)
     rows[""]["pods_pending"] = len(pending)
     bounds = lower_bounds(cluster=cluster, live=live, now=minute)
+    held, total = _headroom(cluster=cluster, live=live)
 
     saved = []
     for pool, row in rows.items():
@@ -167,6 +180,8 @@ def metrics_record(*, cluster: ClusterBackend, now: datetime | None = None) -> l
             "pods": row["pods"], "pods_pending": row["pods_pending"] if pool == "" else 0,
             "unschedulable_reasons": dict(pending_reasons) if pool == "" else {},
             "lower_bound_per_hour": None if bound is None else _money(bound),
+            "headroom_held_per_hour": held if pool == "" else None,
+            "headroom_total_per_hour": total if pool == "" else None,
         })
         saved.append(sample)
     services.metric_rollups_catch_up(now=minute)

@@ -129,6 +129,8 @@ def _provision(cluster: ClusterBackend, cloud: CloudProvider, now: datetime) -> 
                                      nodeclasses=classes, nodeclaims=inflight, problems=problems,
                                      buffers=buffers, pod_templates=adapters.buffer_pod_templates(
                                          cluster=cluster, buffers=buffers))
+    # NodePools' clock-policy windows (loadmaster.dev/schedules): the limits in force now are what the plan keeps.
+    inputs.nodepools, _ = api.pools_at(inputs.nodepools, now)
     # Only pods the scheduler gave up on; a pod merely not yet scheduled may still land on a node.
     pending_keys = {f"{p['metadata'].get('namespace') or 'default'}/{p['metadata']['name']}"
                     for p in cluster.pending_pods()}

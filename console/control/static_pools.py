@@ -50,14 +50,10 @@ def _money(value: float) -> Decimal:
     return Decimal(str(round(value, 6)))
 
 
-def _node_limit(pool: NodePool) -> int | None:
-    raw = (pool.limits or {}).get("nodes")
-    if raw is None:
-        return None
-    try:
-        return int(api.parse_quantity(str(raw)) // 1000)  # quantities are milli-units
-    except Exception:  # validation refuses a bad limit; an old row with one launches unbounded rather than crash
-        return None
+def _node_limit(engine_pool: api.NodePool) -> int | None:
+    """limits.nodes as in force now (the engine pool has its clock-policy windows applied), in nodes."""
+    milli = (engine_pool.limits or {}).get("nodes")
+    return None if milli is None else int(milli // 1000)  # quantities are milli-units
 
 
 def static_pools_reconcile(*, cluster: ClusterBackend, cloud: CloudProvider, pools: Sequence[NodePool],
@@ -73,27 +69,32 @@ def static_pools_reconcile(*, cluster: ClusterBackend, cloud: CloudProvider, poo
     inputs = adapters.cluster_inputs(pods=[], nodes=[], pdbs=[], daemonsets=list(daemonsets), nodepools=static,
                                      nodeclasses=list(classes), nodeclaims=NodeClaim.objects.none(),
                                      problems=problems)
-    engine_pools = {p.name: p for p in inputs.nodepools}
+    # as the pools are now: a clock-policy window may change replicas and limits.nodes (loadmaster.dev/schedules)
+    now_pools, opened = api.pools_at(inputs.nodepools, now)
+    engine_pools = {p.name: p for p in now_pools}
+    windows = {w.nodepool: f" (clock-policy window {w.name} open until {w.end:%Y-%m-%dT%H:%M:%SZ})"
+               for w in opened if "replicas" in w.changes or "limits" in w.changes}
     for pool in static:
         engine_pool = engine_pools.get(pool.name)
         if engine_pool is None:
             continue  # named in problems by the adapters
-        _reconcile(pool, engine_pool, inputs.daemonsets, catalog, cluster, cloud, now, outcome, problems)
+        _reconcile(pool, engine_pool, inputs.daemonsets, catalog, cluster, cloud, now, outcome, problems,
+                   windows.get(pool.name, ""))
     return outcome
 
 
 def _reconcile(pool: NodePool, engine_pool: api.NodePool, daemonsets: Sequence[Any],
                catalog: Sequence[InstanceType], cluster: ClusterBackend, cloud: CloudProvider, now: datetime,
-               outcome: StaticOutcome, problems: dict[str, str]) -> None:
-    replicas = int(pool.replicas or 0)
+               outcome: StaticOutcome, problems: dict[str, str], window: str) -> None:
+    replicas = int(engine_pool.replicas or 0)
     live = list(NodeClaim.objects.active().filter(nodepool=pool, deletion_requested_at__isnull=True))
     running = [c for c in live if c.disrupting_at is None]
     replacing = [c for c in live if c.disrupting_at is not None]
     extra = len(running) - replicas
     if extra > 0:
-        _scale_down(pool, running, extra, cluster, now, outcome)
+        _scale_down(pool, running, extra, replicas, window, cluster, now, outcome)
         return
-    limit = _node_limit(pool)
+    limit = _node_limit(engine_pool)
     # Every live claim counts against limits.nodes, those on their way out too (they still run).
     everything = NodeClaim.objects.active().filter(nodepool=pool).count()
     want = replicas - len(running) if replacing else replicas - len(live)
@@ -117,7 +118,7 @@ def _reconcile(pool: NodePool, engine_pool: api.NodePool, daemonsets: Sequence[A
             created_at=now)
         for_whom = (f"to replace {replacing[0].name}, which is being disrupted, one for one" if replacing
                     else f"{len(running)} of {replicas} running")
-        why = (f"static nodepool {pool.name} keeps spec.replicas={replicas} nodes ({for_whom}"
+        why = (f"static nodepool {pool.name} keeps spec.replicas={replicas} nodes{window} ({for_whom}"
                f"{f', limits.nodes {limit}' if limit is not None else ''}): launched {planned.instance_type} "
                f"({planned.capacity_type}, {planned.zone}) at ${planned.price_per_hour:.4f}/h, the cheapest of "
                f"{len(planned.instance_type_options)} type(s) its requirements allow")
@@ -153,8 +154,8 @@ def _pods_on(cluster: ClusterBackend, claim: NodeClaim) -> tuple[int, bool]:
     return moving, dnd
 
 
-def _scale_down(pool: NodePool, running: list[NodeClaim], extra: int, cluster: ClusterBackend, now: datetime,
-                outcome: StaticOutcome) -> None:
+def _scale_down(pool: NodePool, running: list[NodeClaim], extra: int, replicas: int, window: str,
+                cluster: ClusterBackend, now: datetime, outcome: StaticOutcome) -> None:
     by_name = {c.name: c for c in running}
     candidates = []
     for c in running:
@@ -163,8 +164,7 @@ def _scale_down(pool: NodePool, running: list[NodeClaim], extra: int, cluster: C
         candidates.append(ScaleDownCandidate(c.name, bool(c.provider_id or c.launched_at), pods, dnd, cost=pods))
     chosen = api.scale_down_order(candidates)[:extra]
     names = [c.name for c in chosen]
-    replicas = int(pool.replicas or 0)
-    reason = f"static nodepool {pool.name} scaled down to {replicas} replica(s)"
+    reason = f"static nodepool {pool.name} scaled down to {replicas} replica(s){window}"
     marked = nodeclaims_mark_for_deletion(claims=NodeClaim.objects.filter(name__in=names), reason=reason, now=now)
     if not marked:
         return

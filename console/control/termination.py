@@ -175,7 +175,7 @@ def _close(claim: NodeClaim, now: datetime, why: str) -> bool:
     return bool(closed)
 
 
-def _grace_text(claim: NodeClaim) -> str:
+def claim_grace_text(claim: NodeClaim) -> str:
     """The NodePool's terminationGracePeriod as written; for a deleted pool, what its deadline was set from."""
     if claim.nodepool and claim.nodepool.termination_grace_period:
         return claim.nodepool.termination_grace_period
@@ -205,7 +205,7 @@ def nodeclaim_terminate_step(*, claim: NodeClaim, cluster: ClusterBackend, cloud
         drain = node_drain(cluster=cluster, node_name=claim.node_name, deadline=deadline, now=now)
         if drain.deleted and deadline is not None:
             forced_deletions_record(claim=claim, nodepool_name=claim.nodepool_name, node_name=claim.node_name,
-                                    deleted=drain.deleted, deadline=deadline, now=now, grace=_grace_text(claim))
+                                    deleted=drain.deleted, deadline=deadline, now=now, grace=claim_grace_text(claim))
         if drain.left and not past_deadline:
             outcome.draining.append(claim.name)
             if drain.waiting_for():
@@ -220,7 +220,7 @@ def nodeclaim_terminate_step(*, claim: NodeClaim, cluster: ClusterBackend, cloud
         cloud.terminate([claim.instance_id])
     drained = f"node {claim.node_name} drained and deleted, " if claim.node_name else ""
     if past_deadline and claim.node_name and deadline is not None:
-        drained = (f"its terminationGracePeriod{f' {_grace_text(claim)}' if _grace_text(claim) else ''} ended at "
+        drained = (f"its terminationGracePeriod{f' {claim_grace_text(claim)}' if claim_grace_text(claim) else ''} ended at "
                    f"{deadline:%Y-%m-%dT%H:%M:%SZ}, so node {claim.node_name} was deleted without waiting for "
                    "PodDisruptionBudgets or do-not-disrupt, ")
     _close(claim, now, f"{drained}instance {claim.instance_id or '(none)'} terminated")

@@ -22,11 +22,10 @@ from django.conf import settings
 from django.db.models import Avg, Count, Max, Q, Sum
 from django.utils import timezone
 
-from console import adapters
 from console.backends.base import ClusterBackend
 from console.buffers.models import CapacityBuffer
 from console.control.live_cluster import LiveCluster, NodeRow, live_cluster
-from console.fleet.models import Decision, EC2NodeClass, NodeClaim, NodePool
+from console.fleet.models import Decision, NodeClaim
 from console.telemetry.models import MetricRollup, MetricSample
 from console.telemetry.reasons import NOT_RECORDED, POD_PREFIX
 from console.telemetry.selectors import (
@@ -38,7 +37,6 @@ from console.telemetry.selectors import (
     minute_sums,
     rolled_up_until,
 )
-from packing import api
 
 log = logging.getLogger(__name__)
 
@@ -661,30 +659,22 @@ def last_sample_at() -> datetime | None:
 # --- CapacityBuffer headroom -----------------------------------------------------------------------
 
 @dataclass(frozen=True)
-class Headroom:
-    """What the CapacityBuffers' room costs per hour: on the live nodes that hold it now (`held_per_hour`),
-    and with the nodes a plan for the buffers alone would launch (`total_per_hour`); per buffer in `buffers`."""
+class HeadroomTile:
+    """The cost page's headroom tile: the figures the metrics loop recorded last (console.control.metrics),
+    so a page view never lists the cluster or runs a solve. `at` is None when no minute has a figure yet."""
 
-    buffers: list[api.BufferReport]
-    held_per_hour: float
-    total_per_hour: float
+    at: datetime | None
+    held_per_hour: float | None
+    total_per_hour: float | None
+    buffers: int
 
 
-def headroom(*, cluster: ClusterBackend) -> Headroom:
-    """A plan of the buffers' virtual pods alone over the live cluster and the fleet (the cluster's pending pods
-    left out, so the figure is the headroom's own): each node's price times the share of its allocatable (the
-    larger of cpu and memory) the virtual pods held there take (packing.buffers.BufferReport)."""
-    rows = list(CapacityBuffer.objects.all())
-    if not rows:
-        return Headroom([], 0.0, 0.0)
-    pods, _ = cluster.list_pods()
-    nodes, _ = cluster.list_nodes()
-    pools, classes = list(NodePool.objects.all()), list(EC2NodeClass.objects.all())
-    inputs = adapters.cluster_inputs(pods=pods, nodes=nodes, daemonsets=cluster.list_daemonsets(), nodepools=pools,
-                                     nodeclasses=classes, buffers=rows,
-                                     pod_templates=adapters.buffer_pod_templates(cluster=cluster, buffers=rows))
-    api.expand_workloads(inputs)
-    inputs.pending = []
-    results = api.plan(inputs, adapters.engine_catalog(pools=pools, nodeclasses=classes), lower_bound=False)
-    reports = list(results.buffers)
-    return Headroom(reports, sum(b.held_cost_per_hour for b in reports), sum(b.cost_per_hour for b in reports))
+def headroom_tile() -> HeadroomTile:
+    buffers = CapacityBuffer.objects.count()
+    sample = (MetricSample.objects.filter(nodepool="", headroom_held_per_hour__isnull=False)
+              .order_by("-at").only("at", "headroom_held_per_hour", "headroom_total_per_hour").first())
+    if sample is None or sample.headroom_held_per_hour is None:
+        return HeadroomTile(None, None, None, buffers)
+    total = sample.headroom_total_per_hour
+    return HeadroomTile(sample.at, float(sample.headroom_held_per_hour), None if total is None else float(total),
+                        buffers)

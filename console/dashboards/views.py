@@ -172,16 +172,7 @@ def cost(request: HttpRequest) -> HttpResponse:
     ]
     return render(request, "dashboards/cost.html", _ctx(
         request, "cost", window, pool, figures=figures, entries=entries, by_pool=by_pool, families=families,
-        total=total, kinds=dict(Decision.KIND_CHOICES), headroom=_headroom(request)))
-
-
-def _headroom(request: HttpRequest) -> selectors.Headroom | None:
-    """The CapacityBuffers' headroom cost, or None (the tile says why) when it cannot be computed now."""
-    try:
-        return selectors.headroom(cluster=cluster_backend())
-    except Exception as exc:  # the live cluster or the catalog unavailable: the rest of the page still draws
-        log.warning("dashboards: headroom cost unavailable: %s", exc)
-        return None
+        total=total, kinds=dict(Decision.KIND_CHOICES), headroom=selectors.headroom_tile()))
 
 
 @lru_cache(maxsize=1)

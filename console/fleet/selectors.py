@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from datetime import datetime
 from decimal import Decimal
 from typing import Any
 
@@ -10,7 +11,15 @@ from django.db.models import Q, QuerySet
 
 from console.fleet.models import ChangeRecord, Decision, EC2NodeClass, NodeClaim, NodePool
 from console.telemetry.models import NodePoolProblem
-from packing.api import QuantityError, format_quantity, parse_quantity
+from packing.api import (
+    SCHEDULES_ANNOTATION,
+    FieldError,
+    QuantityError,
+    format_duration,
+    format_quantity,
+    parse_quantity,
+    parse_windows,
+)
 
 
 @dataclass
@@ -144,3 +153,35 @@ def recent_decisions(*, nodepool_name: str | None = None, limit: int = 20) -> Qu
 
 def nodepools_using(*, nodeclass: EC2NodeClass) -> QuerySet[NodePool]:
     return NodePool.objects.filter(node_class_name=nodeclass.name)
+
+
+@dataclass(frozen=True)
+class WindowRow:
+    """One clock-policy window of a NodePool as its page shows it: open now (until when) or when it opens next."""
+
+    name: str
+    schedule: str
+    duration: str
+    sets: str
+    open_until: datetime | None
+    opens_next: datetime | None
+
+
+def nodepool_windows(*, nodepool: NodePool, now: datetime) -> tuple[list[WindowRow], str]:
+    """The pool's windows (annotation loadmaster.dev/schedules) read by the engine's parser, and a problem text
+    when the stored annotation does not parse (validation refuses that on save; an older row may hold one)."""
+    text = (nodepool.metadata_annotations or {}).get(SCHEDULES_ANNOTATION)
+    if text is None:
+        return [], ""
+    try:
+        windows = parse_windows(text, static=nodepool.replicas is not None, path=SCHEDULES_ANNOTATION)
+    except FieldError as e:
+        return [], str(e)
+    rows = []
+    for w in windows:
+        span = w.window(now)
+        sets = ", ".join(f"{k} {v}" if not isinstance(v, dict) else f"{k} " + ", ".join(f"{a}={b}" for a, b in v.items())
+                         for k, v in w.changes().items())
+        rows.append(WindowRow(w.name, w.schedule.text, format_duration(w.duration), sets,
+                              span[1] if span else None, None if span else w.schedule.next_fire_after(now)))
+    return rows, ""

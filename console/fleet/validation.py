@@ -19,7 +19,17 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from packing.api import CronError, CronSchedule, DurationError, QuantityError, parse_duration, parse_quantity
+from packing.api import (
+    SCHEDULES_ANNOTATION,
+    CronError,
+    CronSchedule,
+    DurationError,
+    FieldError,
+    QuantityError,
+    parse_duration,
+    parse_quantity,
+    parse_windows,
+)
 
 OPERATORS = ("In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt", "Gte", "Lte")
 NUMERIC_OPERATORS = ("Gt", "Lt", "Gte", "Lte")
@@ -563,7 +573,22 @@ def check_nodepool(data: Mapping[str, Any], *, before: Mapping[str, Any] | None 
     if weight is not None and (not _is_int(weight) or not 1 <= weight <= 100):
         found.append(FieldIssue("weight", "", f"{weight!r} must be an integer from 1 to 100"))
     found += check_static(data, before)
+    found += check_schedules(data)
     return found
+
+
+def check_schedules(data: Mapping[str, Any]) -> list[FieldIssue]:
+    """The clock-policy windows in the loadmaster.dev/schedules annotation, read by the engine's own parser (so
+    the console refuses exactly what `plan` would); the issue is the annotations field's, at the window's path."""
+    annotations = data.get("metadata_annotations")
+    if not isinstance(annotations, Mapping) or SCHEDULES_ANNOTATION not in annotations:
+        return []
+    try:
+        parse_windows(annotations[SCHEDULES_ANNOTATION], static=data.get("replicas") is not None,
+                      path=SCHEDULES_ANNOTATION)
+    except FieldError as e:
+        return [FieldIssue("metadata_annotations", e.path, e.message)]
+    return []
 
 
 # --- EC2NodeClass ---------------------------------------------------------------------------------

@@ -12,6 +12,7 @@ from django.db.models import Model
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
+from django.utils import timezone
 from django.views import View
 
 from console.access import require_operator
@@ -64,8 +65,9 @@ def nodepool_detail(request: HttpRequest, name: str, *, scale_form: ScaleForm | 
     pool = get_object_or_404(NodePool, name=name)
     if scale_form is None and pool.replicas is not None:
         scale_form = ScaleForm(initial={"replicas": pool.replicas, "revision": pool.revision})
+    windows, windows_problem = selectors.nodepool_windows(nodepool=pool, now=timezone.now())
     return render(request, "fleet/nodepool_detail.html", {
-        "pool": pool, "scale_form": scale_form,
+        "pool": pool, "scale_form": scale_form, "windows": windows, "windows_problem": windows_problem,
         "spec_rows": fieldtable.detail_rows(fieldtable.NODEPOOL_FIELDS, pool.field_values()),
         "usage": selectors.nodepool_usage(nodepool=pool),
         "manifest": services.karpenter_export([pool]),

@@ -36,6 +36,10 @@ class MetricSample(models.Model):
     # The provisioning engine's lower bound ($/h) on any plan for the pods running now (see
     # console.control.metrics). Null when it could not be computed: never read as $0.
     lower_bound_per_hour = models.DecimalField(max_digits=14, decimal_places=6, null=True, blank=True)
+    # Whole-cluster rows only: what the CapacityBuffers' virtual pods cost per hour on the live nodes (held) and
+    # with the nodes a plan for them alone would add (total); null when not computed that minute.
+    headroom_held_per_hour = models.DecimalField(max_digits=14, decimal_places=6, null=True, blank=True)
+    headroom_total_per_hour = models.DecimalField(max_digits=14, decimal_places=6, null=True, blank=True)
 
     class Meta:
         db_table = "control_metricsample"  # the table it had before it moved here: existing rows stay

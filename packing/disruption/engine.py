@@ -43,6 +43,7 @@ from packing.disruption.state import RunState
 from packing.gcpause import gc_paused
 from packing.plan_output import nodeclaim_json
 from packing.pods import Pod
+from packing.poolschedule import cluster_at
 from packing.scheduling.amounts import clamped_node, clamped_pod, representable_types
 from packing.scheduling.results import PlannedNodeClaim
 
@@ -167,11 +168,15 @@ def consolidate(
     Karpenter's result.
     """
     now = at or datetime.now(UTC)
+    # the NodePools as their clock policies make them now (limits, replicas, consolidation policy)
+    cluster, opened = cluster_at(cluster, now)
     with gc_paused():  # one collection after the run instead of one after each of its solves
         run = RunState(_in_engine_range(cluster), now, min_savings, max_solves)
         started = time.perf_counter()
         _run_methods(run, methods(run, repack=repack))
-        return _report(run, started, price_blocked=price_blocked)
+        report = _report(run, started, price_blocked=price_blocked)
+        report.schedules = opened
+        return report
 
 
 def _in_engine_range(c: Cluster) -> Cluster:

@@ -34,12 +34,12 @@ from packing.kubeobjects import (
     load_files,
     parse_documents,
 )
-from packing.nodepool import BUDGET_NODES_DEFAULT
+from packing.nodepool import BUDGET_NODES_DEFAULT, CONSOLIDATION_POLICIES
 from packing.yamlinput import brief
 
 __all__ = ["Extras", "build_cluster", "parse_texts", "read_extras", "read_files"]
 
-POLICIES = ("WhenEmpty", "WhenEmptyOrUnderutilized", "Balanced")  # Karpenter v1.14's CRD enum
+POLICIES = CONSOLIDATION_POLICIES
 
 
 class Extras:

@@ -30,6 +30,7 @@ from packing.nodepool import (
     PodDisruptionBudget,
 )
 from packing.pods import Pod
+from packing.poolschedule import OpenWindow
 from packing.requirements import MinValuesPolicy
 
 __all__ = [
@@ -313,6 +314,8 @@ class Report:
     buffers: list[BufferReport] = field(default_factory=list)
     # every consolidation move evaluated, as karpenter_consolidation_score / _moves_total count them (balanced.py)
     score_observations: list[ScoreObservation] = field(default_factory=list)
+    # the NodePools' clock-policy windows open at the run's time (packing.poolschedule), in force for it
+    schedules: list[OpenWindow] = field(default_factory=list)
 
     @property
     def savings_per_hour(self) -> float:

@@ -7,6 +7,7 @@ from typing import Any, TextIO
 
 from packing.disruption.balanced import THRESHOLD
 from packing.disruption.model import Action, NotDisrupted, Report
+from packing.poolschedule import describe as describe_windows
 
 __all__ = ["action_json", "not_disrupted_json", "render_json", "render_text"]
 
@@ -19,6 +20,9 @@ def render_json(r: Report) -> dict[str, Any]:
     if r.buffers:
         # only with CapacityBuffers in the input, as the plan document's `buffers` key (the same fields)
         doc["buffers"] = [b.json() for b in r.buffers]
+    if r.schedules:
+        # only when a NodePool's clock-policy window was open at the run's time (packing.poolschedule)
+        doc["schedules"] = [w.as_json() for w in r.schedules]
     return doc
 
 
@@ -76,6 +80,10 @@ def _render_json(r: Report) -> dict[str, Any]:
 
 def render_text(r: Report, out: TextIO) -> None:
     w = out.write
+    if r.schedules:
+        w("Clock-policy windows in force:\n")
+        for line in describe_windows(r.schedules):
+            w(f"  {line}\n")
     if r.actions:
         w("Actions, in order:\n")
         for i, a in enumerate(r.actions, 1):

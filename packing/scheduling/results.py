@@ -18,6 +18,7 @@ from packing.taints import Taint
 
 if TYPE_CHECKING:
     from packing.buffers import BufferReport
+    from packing.poolschedule import OpenWindow
 
 __all__ = ["ExistingPlacement", "PlannedNodeClaim", "Results"]
 
@@ -64,6 +65,9 @@ class Results:
     unusable_nodepool_reasons: dict[str, Reason] = field(default_factory=dict)
     # what the input's CapacityBuffers reserved (packing.buffers.BufferReport), set by packing.planning.plan
     buffers: list[BufferReport] = field(default_factory=list)
+    # the NodePools' clock-policy windows open at the plan's time (packing.poolschedule.OpenWindow), set by
+    # packing.planning.plan: their limits and replicas were in force for it
+    schedules: list[OpenWindow] = field(default_factory=list)
 
     @property
     def unschedulable(self) -> dict[str, list[tuple[str, str]]]:

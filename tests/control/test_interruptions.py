@@ -133,3 +133,28 @@ def test_deleting_a_pool_mid_interruption_keeps_one_termination(world: Any) -> N
     assert claim.terminated_at
     assert Decision.objects.filter(kind=Decision.DISRUPTION, nodes=[claim.name],
                                    details__termination="spot interruption").count() == 1
+
+
+def test_the_interruption_drain_keeps_the_termination_grace_period(db: Any, settings: Any) -> None:
+    """An interruption deletes the NodeClaim, so the pool's terminationGracePeriod runs from the notice: the first
+    drain already deletes a pod whose own grace period would end after the deadline, past its PDB."""
+    from tests.simulation.conftest import pdb
+
+    clock, config, cluster, cloud = loop_world(settings, {**SPOT_POOL, "termination_grace_period": "30s"})
+    cluster.apply(pdb("web", {"app": "web"}, namespace="shop", min_available=1))
+    slow = pod("web-0", namespace="shop", cpu="1", memory="1Gi", labels={"app": "web"}, owner="ReplicaSet/web-abc")
+    slow["spec"]["terminationGracePeriodSeconds"] = 60
+    cluster.apply(slow)
+    advance(clock, config, 1)
+    for _ in range(8):
+        _tick_all(clock, config, cluster, cloud)
+    claim = NodeClaim.objects.active().get()
+    assert claim.initialized_at
+    assert cloud.interrupt(claim.instance_id)
+    advance(clock, config, 1)
+    interruption_run(cluster=cluster, cloud=cloud, now=clock())
+    claim.refresh_from_db()
+    assert claim.termination_deadline is not None and claim.deletion_reason == "spot interruption"
+    [forced] = Decision.objects.filter(details__has_key="forced_pod_deletions")
+    assert forced.details["forced_pod_deletions"] == ["shop/web-0"] and "terminationGracePeriod 30s" in forced.why
+    assert forced.at == claim.deletion_requested_at

@@ -119,3 +119,23 @@ def test_drifted_static_nodes_are_replaced_one_for_one(db: Any, settings: Any) -
     assert most <= 3  # one replacement at a time beside the two (the drift budget, one for one)
     drift = Decision.objects.filter(kind=Decision.DISRUPTION, why__contains="drifted")
     assert drift.count() == 2
+
+
+def test_a_clock_policy_window_changes_the_replicas_while_open(db: Any, settings: Any) -> None:
+    """loadmaster.dev/schedules: a window sets replicas 3 on a 1-replica static pool for 30 minutes; the loop keeps
+    3 while it is open, says so in the ledger, and scales back to 1 once it closes."""
+    from tests.simulation.conftest import Clock
+
+    start = Clock()()
+    window = (f"- {{name: peak, schedule: '{start.minute} {start.hour} * * *', duration: 30m, replicas: 3}}")
+    clock, config, cluster, cloud = loop_world(settings, on_demand_pool(
+        "fixed", ["m"], replicas=1, metadata_annotations={"loadmaster.dev/schedules": window}))
+    _ticks(clock, config, cluster, cloud)
+    assert len(_live("fixed")) == 3
+    launch = Decision.objects.filter(kind=Decision.LAUNCH, nodepool_name="fixed").first()
+    assert launch is not None and "clock-policy window peak open until" in launch.why
+    advance(clock, config, 31 * 60)
+    _ticks(clock, config, cluster, cloud, rounds=4)
+    assert len(_live("fixed")) == 1
+    removal = Decision.objects.get(kind=Decision.DISRUPTION, details__static_nodepool="fixed")
+    assert "scaled down to 1 replica(s)" in removal.why and "window" not in removal.why
