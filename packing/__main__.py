@@ -6,7 +6,7 @@ import importlib
 import sys
 from collections.abc import Sequence
 
-USAGE = "usage: python -m packing {plan,catalog,consolidate,history} ..."
+USAGE = "usage: python -m packing {plan,catalog,consolidate,history,replay} ..."
 
 # subcommand -> the module whose main(argv) runs it; imported only when chosen (each pulls in a different part
 # of the engine, and `plan` should not pay for the disruption engine's start-up)
@@ -15,6 +15,7 @@ COMMANDS = {
     "catalog": "packing.catalog.cli",
     "consolidate": "packing.disruption.cli",
     "history": "packing.history_cli",
+    "replay": "packing.replay.cli",
 }
 
 
