@@ -34,7 +34,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from packing import yamlinput
+from packing import history, yamlinput  # history: the cluster's history and its file, for console/history
 from packing.bound import lower_bound
 from packing.buffers import (
     ACTIVE_CAPACITY,
@@ -112,6 +112,7 @@ __all__ = [
     "OpenWindow",
     "parse_windows",
     "pools_at",
+    "history",
     "ACTIVE_CAPACITY",
     "BUFFER_KIND",
     "BufferReport",

@@ -8,7 +8,12 @@ from datetime import datetime
 from typing import Any
 
 from console.history.models import EventKind
-from packing.history import Event, EventName, event_json, format_time
+from packing.api import history
+
+Event = history.Event
+EventName = history.EventName
+event_json = history.event_json
+format_time = history.format_time
 
 # the rows an event of these kinds opens (live until closed), by the identity group they belong to
 GROUP_OPENERS = {EventKind.POD_ARRIVED: "pod", EventKind.POD_BOUND: "pod", EventKind.NODE_LAUNCHED: "node",

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from django.conf import settings
@@ -18,8 +18,11 @@ from django.db.models import QuerySet
 
 from console.history.models import EventKind, HistoryEvent, HistoryImport, HistorySpec
 from console.history.rows import line_of
-from packing.history import EventName, Header, format_time
-from packing.history.jsonl import header_json
+from packing.api import history
+
+EventName = history.EventName
+Header = history.Header
+header_json = history.header_json
 
 CHUNK = 2000
 _COLUMNS = ("at", "kind", "subject", "payload", "spec_id")
@@ -66,7 +69,7 @@ def _state_at(rows: QuerySet[HistoryEvent], since: datetime) -> dict[str, dict[s
     prices: dict[str, list[Any]] = {}
     nodes: dict[str, Any] = {}
     pods: dict[str, Any] = {}
-    for at, kind, subject, payload, spec in rows.filter(at__lt=since).order_by("at", "kind", "id").values_list(
+    for _at, kind, subject, payload, spec in rows.filter(at__lt=since).order_by("at", "kind", "id").values_list(
             *_COLUMNS).iterator(chunk_size=CHUNK):
         if kind == EventKind.REVISION:
             if payload.get("manifest") is None:
@@ -123,9 +126,7 @@ def history_lines(*, since: datetime, until: datetime | None = None,
 
 def history_window_default(now: datetime) -> datetime:
     """The start of the retained history (now less LOADMASTER_HISTORY_DAYS): an export's default `since`."""
-    from datetime import timedelta
-
     return now - timedelta(days=settings.LOADMASTER_HISTORY_DAYS)
 
 
-__all__ = ["format_time", "history_import_get", "history_lines", "history_rows", "history_window_default"]
+__all__ = ["history_import_get", "history_lines", "history_rows", "history_window_default"]

@@ -3,6 +3,7 @@ JSON-lines file (jsonl.py, documented in docs/history.md) and histories made fro
 
 from __future__ import annotations
 
+from packing.history.dumps import NodeState, PodState, Snapshot, diff, node_state, pod_state
 from packing.history.events import (
     EVENT_ORDER,
     Event,
@@ -30,6 +31,7 @@ from packing.history.jsonl import (
     PodSpec,
     event_json,
     format_time,
+    header_json,
     iter_history,
     read_history,
     read_history_file,
@@ -37,6 +39,13 @@ from packing.history.jsonl import (
 from packing.history.podspecs import engine_pod, pod_object, spec_id, template_of
 
 __all__ = [
+    "NodeState",
+    "PodState",
+    "Snapshot",
+    "diff",
+    "header_json",
+    "node_state",
+    "pod_state",
     "EVENT_ORDER",
     "FORMAT",
     "VERSION",

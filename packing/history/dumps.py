@@ -300,8 +300,9 @@ def diff(prev: Snapshot | None, cur: Snapshot) -> list[Event]:
         elif new.node and not old.node:
             events.append(PodBound(_within(new.scheduled, lo, at), new.namespace, new.name, new.node))
     for key, new in sorted(cur.pods.items()):
-        old = before_pods.get(key)
-        fresh = old is None or (old.uid and new.uid and old.uid != new.uid) or (old.end is not None and new.end is None)
+        seen = before_pods.get(key)
+        fresh = (seen is None or bool(seen.uid and new.uid and seen.uid != new.uid)
+                 or (seen.end is not None and new.end is None))
         if not fresh or new.end is not None:
             continue
         arrived = _within(new.created, lo, at)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import math
+import sys
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -210,7 +211,7 @@ class _Line:
             if key not in allowed:
                 raise FieldError(str(key)[:60], f"unknown field (expected {', '.join(allowed)})")
 
-    def string(self, key: str, *, required: bool = True, limit: int = MAX_NAME, empty: bool = False) -> str:
+    def string(self, key: str, *, required: bool = True, limit: int = MAX_NAME) -> str:
         v = self.obj.get(key)
         if v is None:
             if required:
@@ -218,7 +219,7 @@ class _Line:
             return ""
         if not isinstance(v, str):
             raise FieldError(key, f"must be a string, got {brief(v)}")
-        if not v and not empty and required:
+        if not v and required:
             raise FieldError(key, "must not be empty")
         if len(v) > limit:
             raise FieldError(key, f"must be at most {limit} characters")
@@ -355,7 +356,7 @@ def parse_event(obj: Mapping[str, Any]) -> Event | PodSpec:
     """One line's object as an event (or a PodSpec); FieldError naming the field. No check against other lines."""
     raw = obj.get("event")
     try:
-        name = EventName(raw)
+        name = EventName(str(raw) if isinstance(raw, str) else "")
     except ValueError:
         raise FieldError("event", f"unknown event {brief(raw)} (expected one of "
                                   f"{', '.join(e.value for e in EventName)})") from None  # fmt: skip
@@ -520,8 +521,6 @@ def read_history(lines: Iterable[str], filename: str) -> History:
 
 def read_history_file(path: str) -> History:
     """read_history of a file ('-' is stdin); HistoryError naming the file when it cannot be read."""
-    import sys
-
     try:
         if path == "-":
             return read_history(sys.stdin, "-")

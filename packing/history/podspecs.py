@@ -54,8 +54,8 @@ KEPT_ANNOTATIONS = (
     "kubernetes.io/config.mirror",
     "cluster-autoscaler.kubernetes.io/safe-to-evict",
 )
-# labels the API server or a controller sets on each pod alone: kept (a spread's matchLabelKeys may read them),
-# they only make that pod's template its own
+# the labels are kept whole, those a controller sets on one pod alone too (a StatefulSet's pod-name): a spread's
+# matchLabelKeys may read them; they only give that pod a template of its own
 ID_LENGTH = 16  # hex digits of the SHA-256 of the template's canonical JSON
 
 

@@ -182,3 +182,63 @@ def test_an_empty_or_headerless_import_is_refused(db: Any, bad: str) -> None:
     operator.force_login(make_user("op", "operator"))
     response = operator.post("/api/history/", bad, content_type="application/x-ndjson")
     assert response.status_code == 400 and response.json()["line"] == 1
+
+
+# ---------------------------------------------------------------- the loops' history, end to end
+SPOT_POOL = {"name": "spot", "node_class_name": "default", "consolidate_after": "0s", "budgets": [{"nodes": "100%"}],
+             "requirements": [{"key": "karpenter.sh/capacity-type", "operator": "In", "values": ["spot"]},
+                              {"key": "karpenter.k8s.aws/instance-category", "operator": "In", "values": ["c", "m"]}]}
+
+
+def test_an_interrupted_node_is_in_the_history_and_the_file_reads_strictly(db: Any, settings: Any) -> None:
+    from console.control.lifecycle import interruption_run
+    from console.fleet.models import NodeClaim
+    from packing.history import InterruptionKind, NodeInterrupted
+
+    clock, config, cluster, cloud = loop_world(settings, SPOT_POOL)
+    start = clock()
+
+    def tick() -> None:
+        advance(clock, config, 10)
+        provision_run(cluster=cluster, cloud=cloud, now=clock())
+        lifecycle_run(cluster=cluster, cloud=cloud, now=clock())
+        interruption_run(cluster=cluster, cloud=cloud, now=clock())
+        services.history_observe(cluster=cluster, now=clock())
+
+    cluster.apply(pod("web-0", namespace="shop", cpu="1", memory="1Gi", owner="ReplicaSet/web-abc"))
+    services.history_observe(cluster=cluster, now=clock())
+    for _ in range(8):
+        tick()
+    claim = NodeClaim.objects.active().get()
+    assert cloud.interrupt(claim.instance_id)
+    for _ in range(20):
+        tick()
+    claim.refresh_from_db()
+    assert claim.terminated_at is not None
+    got = _export(since=start - timedelta(seconds=1))  # the strict reader: every identity consistent
+    interrupted = [e for e in got.events if isinstance(e, NodeInterrupted)]
+    assert [(e.name, e.interruption) for e in interrupted] == [(claim.node_name, InterruptionKind.SPOT_INTERRUPTION)]
+    ended = [e for e in got.events if isinstance(e, NodeTerminated) and e.name == claim.node_name]
+    assert len(ended) == 1 and ended[0].reason == claim.termination_reason and ended[0].at >= interrupted[0].at
+    launched = next(e for e in got.events if isinstance(e, NodeLaunched) and e.name == claim.node_name)
+    assert launched.price == float(claim.price_per_hour) and launched.capacity_type == "spot"
+    assert launched.at == claim.launched_at or launched.at > start
+
+
+def test_prices_in_force_are_recorded_when_they_change(db: Any) -> None:
+    from console.catalog import services as catalog_services
+
+    first = services.history_record_prices()
+    assert first > 100  # the whole catalog at first
+    assert services.history_record_prices() == 0  # unchanged: nothing recorded
+    catalog_services.price_override_create(values={"selector": "m5.large", "capacity_type": "on-demand",
+                                                   "price": "0.01"}, user=None)
+    from console import adapters
+
+    adapters.clear_catalog_cache()
+    changed = services.history_record_prices()
+    assert 1 <= changed < first
+    got = _export(since=timezone.now() - timedelta(hours=1))
+    prices = [e for e in got.events if isinstance(e, Prices)]
+    assert len(prices) == 2
+    assert {o.price for o in prices[1].set if o.instance_type == "m5.large" and o.capacity_type == "on-demand"} == {0.01}

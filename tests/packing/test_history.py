@@ -251,3 +251,32 @@ def test_a_dump_without_a_time_exits_2(tmp_path: Path, capsys: Any) -> None:
     assert "no time: give --at" in capsys.readouterr().err
     assert packing_main(["history", d1, "--at", "2026-12-03T09:00:00Z", "--at", "2026-12-03T09:10:00Z"]) == 2
     assert "--at: given 2 times for 1 dumps" in capsys.readouterr().err
+
+
+def test_a_dumps_time_may_be_its_lists_annotation(tmp_path: Path, capsys: Any) -> None:
+    path = tmp_path / "a.yaml"
+    path.write_text("apiVersion: v1\nitems: []\nkind: List\nmetadata:\n  annotations:\n"
+                    "    loadmaster.dev/captured-at: '2026-12-03T09:30:00Z'\n")
+    assert packing_main(["history", str(path)]) == 0
+    history = read_history(capsys.readouterr().out.splitlines(), "out")
+    assert history.header.start == datetime(2026, 12, 3, 9, 30, tzinfo=UTC)
+    path.write_text("apiVersion: v1\nitems: []\nkind: List\nmetadata:\n  annotations:\n"
+                    "    loadmaster.dev/captured-at: soon\n")
+    assert packing_main(["history", str(path)]) == 2
+    assert "document 1: metadata.annotations.loadmaster.dev/captured-at: invalid timestamp" in capsys.readouterr().err
+
+
+def test_check_reads_a_history_strictly(tmp_path: Path, capsys: Any) -> None:
+    events, templates = _events()
+    path = tmp_path / "h.jsonl"
+    path.write_text(_write(events, templates))
+    assert packing_main(["history", "--check", str(path)]) == 0
+    report = json.loads(capsys.readouterr().out)[str(path)]
+    assert report["events"]["PodArrived"] == 1 and report["templates"] == 1
+    assert report["pods_at_end"] == 0 and report["first"] == "2026-12-03T09:00:00Z"
+    lines = path.read_text().splitlines()
+    lines[3] = lines[3].replace('"zone":"us-east-1a"', '"zone":3')
+    path.write_text("\n".join(lines) + "\n")
+    assert packing_main(["history", "--check", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert err == f"error: {path}: line 4: zone: must be a string, got 3\n"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+from typing import Any
 
 from hypothesis import given
 from hypothesis import strategies as st
@@ -515,3 +516,83 @@ def test_static_pools_launch_nothing_and_their_nodes_still_take_pods(
     # with every pool static, only existing nodes take pods
     frozen = Scheduler([dataclasses.replace(p, replicas=1) for p in nps], cat, nodes, running).solve(pods)
     assert frozen.nodeclaims == []
+
+
+# ---------------------------------------------------------------- the history file (packing.history)
+@st.composite
+def histories(draw: st.DrawFn) -> tuple[list[Any], dict[str, Any]]:
+    """A consistent random history (pods arrive before they are bound or leave, nodes launch before they end)
+    and its templates; free text may hold any character, U+2028 and newlines included."""
+    from datetime import UTC, datetime, timedelta
+
+    from packing.history import (
+        InterruptionKind,
+        NodeInterrupted,
+        NodeLaunched,
+        NodeTerminated,
+        OfferingPrice,
+        PodArrived,
+        PodBound,
+        PodDeparted,
+        PodEnd,
+        Prices,
+        spec_id,
+        template_of,
+    )
+
+    text = st.text(min_size=1, max_size=12)
+    templates = {}
+    for cpu in draw(st.lists(st.sampled_from(["100m", "1", "2500m", "7"]), min_size=1, max_size=3, unique=True)):
+        t = template_of({"metadata": {"labels": {"app": draw(st.sampled_from(["a", "b"]))}},
+                         "spec": {"containers": [{"name": "c", "resources": {"requests": {"cpu": cpu}}}]}})
+        templates[spec_id(t)] = t
+    at = datetime(2026, 12, 3, tzinfo=UTC)
+    pods: dict[str, bool] = {}
+    nodes: set[str] = set()
+    events: list[Any] = []
+    for _ in range(draw(st.integers(0, 25))):
+        at += timedelta(microseconds=draw(st.integers(0, 5_000_000)))
+        op = draw(st.integers(0, 6))
+        name = draw(st.sampled_from(["p1", "p2", "p3", "n1", "n2"]))
+        if op == 0 and name.startswith("p") and name not in pods:
+            events.append(PodArrived(at, "ns", name, draw(st.sampled_from(sorted(templates))), uid=draw(text),
+                                     owner_kind="ReplicaSet", owner_name=draw(text)))
+            pods[name] = False
+        elif op == 1 and name in pods and not pods[name]:
+            events.append(PodBound(at, "ns", name, draw(text)))
+            pods[name] = True
+        elif op == 2 and name in pods:
+            events.append(PodDeparted(at, "ns", name, draw(st.sampled_from(list(PodEnd)))))
+            del pods[name]
+        elif op == 3 and name.startswith("n") and name not in nodes:
+            events.append(NodeLaunched(at, name, "m5.large", "us-east-1a", "spot",
+                                       draw(st.none() | st.floats(0, 1000, allow_nan=False)), labels={"k": draw(text)}))
+            nodes.add(name)
+        elif op == 4 and name in nodes:
+            events.append(NodeInterrupted(at, name, draw(st.sampled_from(list(InterruptionKind)))))
+        elif op == 5 and name in nodes:
+            events.append(NodeTerminated(at, name, draw(st.text(max_size=20))))
+            nodes.discard(name)
+        elif op == 6:
+            events.append(Prices(at, (OfferingPrice("m5.large", "us-east-1a", "spot",
+                                                    draw(st.none() | st.floats(0, 1000, allow_nan=False))),)))
+    return events, templates
+
+
+@given(histories())
+def test_a_history_written_reads_back_the_same(history: tuple[list[Any], dict[str, Any]]) -> None:
+    import io
+
+    from packing.history import Header, HistoryWriter, read_history
+
+    events, templates = history
+    out = io.StringIO()
+    writer = HistoryWriter(out, Header(source="property"))
+    for sid, t in templates.items():
+        writer.add_template(sid, t)
+    writer.write_all(events)
+    text = out.getvalue()
+    lines = text.split("\n")[:-1]  # a file is read at newlines only
+    back = read_history(lines, "h.jsonl")
+    assert back.events == events
+    assert len(lines) == 1 + len(events) + len(back.templates)

@@ -40,10 +40,11 @@ def _time_param(request: Request, name: str) -> datetime | None:
         return None
     try:
         t = datetime.fromisoformat(raw.strip().replace(" ", "+"))  # a "+" in a query string arrives as a space
-    except ValueError:
+        t = t.replace(tzinfo=UTC) if t.tzinfo is None else t.astimezone(UTC)
+    except (ValueError, OverflowError):
         raise serializers.ValidationError(
             {name: [f"{raw[:40]!r} is not an RFC 3339 time such as 2026-12-03T09:40:00Z."]}) from None
-    return t.replace(tzinfo=UTC) if t.tzinfo is None else t.astimezone(UTC)
+    return t
 
 
 class HistoryView(APIView):
@@ -68,7 +69,7 @@ class HistoryView(APIView):
         imported = None
         raw = request.query_params.get("import")
         if raw:
-            imported = selectors.history_import_get(pk=int(raw)) if raw.isdigit() else None
+            imported = selectors.history_import_get(pk=int(raw)) if raw.isdigit() and len(raw) <= 18 else None
             if imported is None:
                 raise serializers.ValidationError({"import": [f"no imported history {raw[:20]!r}."]})
         response = StreamingHttpResponse(selectors.history_lines(since=since, until=until, imported=imported),

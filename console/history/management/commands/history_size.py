@@ -13,20 +13,20 @@ from django.db import connection
 
 from console.history import selectors, services
 from console.history.models import HistoryEvent
-from packing.history import (
-    Event,
-    InterruptionKind,
-    NodeInterrupted,
-    NodeLaunched,
-    NodeTerminated,
-    OfferingPrice,
-    PodArrived,
-    PodBound,
-    PodDeparted,
-    Prices,
-    spec_id,
-    template_of,
-)
+from packing.api import history
+
+Event = history.Event
+InterruptionKind = history.InterruptionKind
+NodeInterrupted = history.NodeInterrupted
+NodeLaunched = history.NodeLaunched
+NodeTerminated = history.NodeTerminated
+OfferingPrice = history.OfferingPrice
+PodArrived = history.PodArrived
+PodBound = history.PodBound
+PodDeparted = history.PodDeparted
+Prices = history.Prices
+spec_id = history.spec_id
+template_of = history.template_of
 
 DAY = timedelta(days=1)
 TYPES = ("m5.large", "m5.xlarge", "m5.2xlarge", "c5.xlarge", "c5.2xlarge", "r5.xlarge", "m6i.2xlarge")
