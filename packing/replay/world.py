@@ -102,6 +102,7 @@ class PendingPod:
     pod: Pod
     since: datetime
     nominated: str = ""  # the in-flight node it waits for
+    arrived: bool = True  # pending since it arrived (False: since a disruption or an interruption evicted it)
 
 
 @dataclass
@@ -360,6 +361,8 @@ class ReplayRun:
 
     def _episode(self, p: PendingPod, at: datetime) -> None:
         self.metrics.pending_seconds.append((at - p.since).total_seconds())
+        if p.arrived:
+            self._freed = self._freed - p.pod.requests  # an arrival takes back room departures freed
 
     # ------------------------------------------------------------------ provisioning
     def _provision(self, at: datetime) -> None:
@@ -471,9 +474,9 @@ class ReplayRun:
     # ------------------------------------------------------------------ disruption
     def _disrupt(self, at: datetime) -> None:
         """Evaluate disruption when something could have changed its answer since it last ran: a node launched,
-        ended or emptied, the configuration or prices changed, or departures freed a quarter of the smallest
-        node's cpu or memory (less cannot make a node's pods fit elsewhere that did not before, but for the
-        pods that left — a replay of days cannot afford the loop's every 10 s)."""
+        ended or emptied, the configuration or prices changed, or departures net of arrivals freed a quarter of
+        the smallest node's cpu or memory since it last ran (a rolling restart frees nothing net). The loop runs
+        every 10 s; a replay of days cannot afford that, so smaller changes wait for a larger one."""
         if not self._changed and not self._freed_enough():
             return
         self._freed = Resources()
@@ -530,7 +533,7 @@ class ReplayRun:
             n.used = n.used - pod.requests
             self.where.pop(key, None)
             self.metrics.evictions[reason] += 1
-            self.pending[key] = PendingPod(pod.on_node(""), at)
+            self.pending[key] = PendingPod(pod.on_node(""), at, arrived=False)
             dest = (moves or {}).get(key)
             target = self.nodes.get(dest) if dest else None
             if target is not None and target.ready and not target.draining and target.ended is None \
