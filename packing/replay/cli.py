@@ -35,6 +35,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--to", dest="end", metavar="ISO-8601", help="end of the window (default the history's)")
     p.add_argument("--region", default="us-east-1", help="region of the built-in catalog (default us-east-1)")
     p.add_argument("--seed", type=int, default=0, help="seed of the choices a replay makes at random (default 0)")
+    p.add_argument("--no-repack", action="store_true",
+                   help="consolidation without Loadmaster's repack move (as LOADMASTER_CONSOLIDATION_REPACK=0)")
     p.add_argument("--output", choices=("json", "text"), default="json")
     return p
 
@@ -69,7 +71,8 @@ def main(argv: Sequence[str] | None = None, *, stdout: TextIO | None = None, std
         print(f"error: {e}", file=stderr)
         return 2
     try:
-        result = replay(history, change=change, start=start, end=end, region=args.region, seed=args.seed)
+        result = replay(history, change=change, start=start, end=end, region=args.region, seed=args.seed,
+                        repack=not args.no_repack)
     except InputError as e:
         print(f"error: {e}", file=stderr)
         return 2

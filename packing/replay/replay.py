@@ -124,14 +124,14 @@ def actual_metrics(history: History, start: datetime, end: datetime, sample_ever
 
 
 # what both runs of the replay in progress read (a forked child inherits it): history, timing, start, end, seed, region
-_SHARED: tuple[History, Timing, datetime, datetime, int, str] | None = None
+_SHARED: tuple[History, Timing, datetime, datetime, int, str, bool] | None = None
 
 
 def _run(overrides: dict[tuple[ManifestKind, str], Mapping[str, Any]], prefix: str) -> RunMetrics:
     assert _SHARED is not None
-    history, timing, start, end, seed, region = _SHARED
+    history, timing, start, end, seed, region, repack = _SHARED
     config = Configuration(region, overrides=overrides)
-    return ReplayRun(history, config, timing, start, end, seed=seed, prefix=prefix).run()
+    return ReplayRun(history, config, timing, start, end, seed=seed, prefix=prefix, repack=repack).run()
 
 
 def _can_fork() -> bool:
@@ -141,11 +141,12 @@ def _can_fork() -> bool:
 def replay(history: History, *, change: Mapping[tuple[ManifestKind, str], Mapping[str, Any]] | None = None,
            start: datetime | None = None, end: datetime | None = None, region: str = "us-east-1", seed: int = 0,
            timing: Timing | None = None, progress: Callable[[float], None] | None = None,
-           parallel: bool = True) -> ReplayResult:
+           parallel: bool = True, repack: bool = True) -> ReplayResult:
     """Replay [start, end) of `history` (default: all of it) with the configuration in force, and with `change`
     (NodePools / EC2NodeClasses by (kind, name), in force for the whole window) when one is given. Deterministic:
     the same history, change and seed give the same numbers. With `parallel` (and a platform that forks) the two
-    runs use two processes; the numbers are the same either way."""
+    runs use two processes; the numbers are the same either way. `repack`: consolidation's repack move, as the
+    console's LOADMASTER_CONSOLIDATION_REPACK."""
     started = time.perf_counter()
     timing = timing or Timing()
     events = history.events
@@ -158,7 +159,7 @@ def replay(history: History, *, change: Mapping[tuple[ManifestKind, str], Mappin
         progress(0.05)
 
     global _SHARED
-    _SHARED = (history, timing, start, end, seed, region)
+    _SHARED = (history, timing, start, end, seed, region, repack)
     changed = None
     try:
         if change and parallel and _can_fork():

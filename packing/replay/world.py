@@ -150,13 +150,14 @@ class ReplayRun:
     """One configuration replayed over [start, end)."""
 
     def __init__(self, history: History, config: Configuration, timing: Timing, start: datetime, end: datetime,
-                 *, seed: int, prefix: str) -> None:
+                 *, seed: int, prefix: str, repack: bool = True) -> None:
         self.history = history
         self.config = config
         self.timing = timing
         self.start, self.end = start, end
         self.rng = random.Random(seed)
         self.prefix = prefix
+        self.repack = repack
         self.metrics = RunMetrics()
         self.nodes: dict[str, SimNode] = {}
         self.pending: dict[str, PendingPod] = {}
@@ -491,7 +492,7 @@ class ReplayRun:
             running=running, pending=[p.pod for p in self.pending.values()],
             daemonsets=list(self.daemonsets.values()), settings=dict(settings), inflight=inflight)
         self.metrics.disruption_runs += 1
-        report = consolidate(cluster, at, price_blocked=False)
+        report = consolidate(cluster, at, price_blocked=False, repack=self.repack)
         self._changed = False
         for action in report.actions:
             targets = [self.nodes[n] for n in action.nodes if n in self.nodes]
