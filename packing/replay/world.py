@@ -332,8 +332,13 @@ class ReplayRun:
             return False
         best: SimNode | None = None
         best_score = 0.0
+        cpu, mem = pod.requests.get("cpu"), pod.requests.get("memory")
         for n in self.nodes.values():
-            if not n.ready or n.draining or n.ended is not None or not self._fits(pod, n):
+            if not n.ready or n.draining or n.ended is not None:
+                continue
+            # the two resources that decide almost every refusal, as integers, before the full check
+            if cpu > n.allocatable.get("cpu") - n.used.get("cpu") or mem > n.allocatable.get("memory") - n.used.get(
+                    "memory") or not self._fits(pod, n):
                 continue
             score = _allocated(n, pod.requests)
             if best is None or score < best_score or (score == best_score and n.name < best.name):
