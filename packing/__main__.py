@@ -6,7 +6,7 @@ import importlib
 import sys
 from collections.abc import Sequence
 
-USAGE = "usage: python -m packing {plan,catalog,consolidate,convert,history,advise} ..."
+USAGE = "usage: python -m packing {plan,catalog,consolidate,convert,history,replay,advise} ..."
 
 # subcommand -> the module whose main(argv) runs it; imported only when chosen (each pulls in a different part
 # of the engine, and `plan` should not pay for the disruption engine's start-up)
@@ -17,6 +17,7 @@ COMMANDS = {
     "convert": "packing.convert_cli",
     "history": "packing.history_cli",
     "advise": "packing.advise_cli",
+    "replay": "packing.replay.cli",
 }
 
 

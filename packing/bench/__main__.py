@@ -148,6 +148,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         from packing.bench.dump import main as dump_main
 
         return dump_main(args_list[1:])
+    if args_list[:1] == ["replay"]:
+        from packing.bench.replay import main as replay_main
+
+        return replay_main(args_list[1:])
     p = argparse.ArgumentParser(prog="python -m packing.bench")
     sub = p.add_subparsers(dest="cmd", required=True)
     plan = sub.add_parser("plan", help="benchmark the provisioning planner")
@@ -158,6 +162,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     sub.add_parser("consolidate", help="benchmark the disruption engine (see packing.bench.consolidate)")
     sub.add_parser("dump", help="print a kubectl-style pod dump for timing `packing plan` (see packing.bench.dump)")
+    sub.add_parser("replay", help="time a replay of a synthetic history (see packing.bench.replay)")
     args = p.parse_args(args_list)
     report = run_plan_bench(args.quick, args.large)
     if args.json:
