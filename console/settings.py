@@ -69,6 +69,7 @@ INSTALLED_APPS = [
     "console.alerts",
     "console.whatif",
     "console.history",
+    "console.replay",
 ]
 
 MIDDLEWARE = [

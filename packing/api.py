@@ -34,7 +34,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from packing import history, yamlinput  # history: the cluster's history and its file, for console/history
+from packing import history, replay, yamlinput  # history and replay: console/history, console/replay
 from packing.bound import lower_bound
 from packing.buffers import (
     ACTIVE_CAPACITY,
@@ -113,6 +113,7 @@ __all__ = [
     "parse_windows",
     "pools_at",
     "history",
+    "replay",
     "ACTIVE_CAPACITY",
     "BUFFER_KIND",
     "BufferReport",
