@@ -121,8 +121,8 @@ def result_rows(doc: dict[str, Any]) -> tuple[list[str], list[Row]]:
         ("node-hours reserved", lambda r: f"{r['node_hours'].get('reserved', 0):.1f}"),
         ("unpriced node-hours", lambda r: f"{r['unpriced_node_hours']:.1f}"),
         ("nodes launched", lambda r: str(r["nodes_launched"])),
-        ("nodes disrupted", lambda r: ", ".join(f"{k} {v}" for k, v in r["nodes_disrupted"].items()) or "0"),
-        ("evictions", lambda r: ", ".join(f"{k} {v}" for k, v in r["evictions"].items()) or "0"),
+        ("nodes disrupted", lambda r: ", ".join(f"{k} {v}" for k, v in sorted(r["nodes_disrupted"].items())) or "0"),
+        ("evictions", lambda r: ", ".join(f"{k} {v}" for k, v in sorted(r["evictions"].items())) or "0"),
         ("pending p50 (s)", lambda r: _num(r["pending_seconds"]["p50"])),
         ("pending p95 (s)", lambda r: _num(r["pending_seconds"]["p95"])),
         ("pending max (s)", lambda r: _num(r["pending_seconds"]["max"])),
@@ -131,6 +131,12 @@ def result_rows(doc: dict[str, Any]) -> tuple[list[str], list[Row]]:
         ("interruptions absorbed", lambda r: f"{r['interruptions']['absorbed']} of {r['interruptions']['seen']}"),
     ]
     return runs, [Row(label, [cell(doc[r]) for r in runs]) for label, cell in measures]
+
+
+def result_days(doc: dict[str, Any]) -> list[tuple[str, float]]:
+    """The difference's cost by UTC day, in day order (PostgreSQL's jsonb does not keep the stored order)."""
+    diff = doc.get("difference") or {}
+    return sorted((diff.get("cost_by_day") or {}).items())
 
 
 def result_series(doc: dict[str, Any], key: str) -> tuple[list[datetime], dict[str, list[float | None]]]:
@@ -146,4 +152,4 @@ def result_series(doc: dict[str, Any], key: str) -> tuple[list[datetime], dict[s
 
 
 __all__ = ["default_window", "fleet_choices", "fleet_manifest_yaml", "history_imports", "replay_get", "replay_json",
-           "replay_list", "replay_status", "result_rows", "result_series"]
+           "replay_list", "replay_status", "result_days", "result_rows", "result_series"]

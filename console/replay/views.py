@@ -71,7 +71,7 @@ def detail(request: HttpRequest, pk: int) -> HttpResponse:
                                "can_cancel": is_operator(request.user) and not run.finished}
     if run.result is not None:
         runs, rows = selectors.result_rows(run.result)
-        context.update(runs=runs, rows=rows, doc=run.result,
+        context.update(runs=runs, rows=rows, doc=run.result, days=selectors.result_days(run.result),
                        plotly_url=reverse("dashboards:plotly-js", args=[plotly.__version__]),
                        cost_chart=charts.cost_chart(run.result), pending_chart=charts.pending_chart(run.result))
     return render(request, "replay/detail.html", context)

@@ -148,6 +148,7 @@ def test_an_operator_starts_a_replay_and_reads_its_result(operator_client: Clien
     assert page.status_code == 200
     body = page.content.decode()
     assert 'id="replay-totals"' in body and 'id="replay-difference"' in body and 'id="replay-days"' in body
+    assert "<td>2026-11-23</td>" in body  # the day the difference comes from
     assert 'id="replay-cost"' in body and 'id="replay-pending"' in body and "/static-vendor/plotly-" in body
     assert "replayed: with the change" in body and "actual (recorded)" in body
     assert [r for r in page.context["runs"]] == ["actual", "current", "changed"]
