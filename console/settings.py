@@ -72,6 +72,7 @@ INSTALLED_APPS = [
     "console.whatif",
     "console.history",
     "console.advisor",
+    "console.replay",
 ]
 
 MIDDLEWARE = [

@@ -34,7 +34,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from packing import history, yamlinput  # history: the cluster's history and its file, for console/history
+from packing import history, replay, yamlinput  # history and replay: console/history, console/replay
 from packing.advisor import Advice, Finding, Severity, advice_json, advise, merge_patch
 from packing.advisor import context_from_objects as advisor_context
 from packing.advisor.iam import Permission, PermissionStatus, iam_findings
@@ -180,6 +180,7 @@ __all__ = [
     "check_price_adjustment",
     "read_overlay",
     "resolve_overlays",
+    "replay",
     "ACTIVE_CAPACITY",
     "BUFFER_KIND",
     "BufferReport",

@@ -6,10 +6,11 @@ from __future__ import annotations
 
 from packing.replay.config import Configuration, Timing, change_manifests
 from packing.replay.metrics import RunMetrics, Sample, percentile
-from packing.replay.replay import ReplayResult, actual_metrics, replay
+from packing.replay.replay import ReplayCancelled, ReplayResult, actual_metrics, replay
 
 __all__ = [
     "Configuration",
+    "ReplayCancelled",
     "ReplayResult",
     "RunMetrics",
     "Sample",

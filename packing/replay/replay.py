@@ -26,7 +26,12 @@ from packing.replay.config import Configuration, Timing
 from packing.replay.metrics import RunMetrics, Sample
 from packing.replay.world import DAEMONSET, ReplayRun, initial_state
 
-__all__ = ["ReplayResult", "actual_metrics", "replay"]
+__all__ = ["ReplayCancelled", "ReplayResult", "actual_metrics", "replay"]
+
+
+class ReplayCancelled(Exception):
+    """Raised by a progress callback to stop a replay at its next report (the console's Cancel); replay() lets
+    it through."""
 
 
 @dataclass
@@ -127,11 +132,21 @@ def actual_metrics(history: History, start: datetime, end: datetime, sample_ever
 _SHARED: tuple[History, Timing, datetime, datetime, int, str, bool] | None = None
 
 
-def _run(overrides: dict[tuple[ManifestKind, str], Mapping[str, Any]], prefix: str) -> RunMetrics:
+def _run(overrides: dict[tuple[ManifestKind, str], Mapping[str, Any]], prefix: str,
+         progress: Callable[[float], None] | None = None) -> RunMetrics:
     assert _SHARED is not None
     history, timing, start, end, seed, region, repack = _SHARED
     config = Configuration(region, overrides=overrides)
-    return ReplayRun(history, config, timing, start, end, seed=seed, prefix=prefix, repack=repack).run()
+    return ReplayRun(history, config, timing, start, end, seed=seed, prefix=prefix, progress=progress,
+                     repack=repack).run()
+
+
+def _scaled(progress: Callable[[float], None] | None, lo: float, hi: float) -> Callable[[float], None] | None:
+    """A run's own progress (0..1) as its share [lo, hi] of the whole replay's."""
+    if progress is None:
+        return None
+    report = progress
+    return lambda share: report(lo + (hi - lo) * share)
 
 
 def _can_fork() -> bool:
@@ -172,11 +187,11 @@ def replay(history: History, *, change: Mapping[tuple[ManifestKind, str], Mappin
                     progress(0.5)
                 changed = future.result()
         else:
-            current = _run({}, "current")
+            current = _run({}, "current", _scaled(progress, 0.05, 0.5 if change else 0.95))
             if progress:
                 progress(0.5 if change else 0.95)
             if change:
-                changed = _run(dict(change), "changed")
+                changed = _run(dict(change), "changed", _scaled(progress, 0.5, 0.95))
     finally:
         _SHARED = None
     if progress:

@@ -17,7 +17,7 @@ from __future__ import annotations
 import heapq
 import itertools
 import random
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from enum import IntEnum
@@ -59,6 +59,7 @@ from packing.taints import Taint, first_untolerated
 __all__ = ["ReplayRun", "initial_state"]
 
 DAEMONSET = "DaemonSet"
+PROGRESS_EVERY = 2000  # events and timers between two progress reports
 
 
 class Timer(IntEnum):
@@ -150,8 +151,11 @@ class ReplayRun:
     """One configuration replayed over [start, end)."""
 
     def __init__(self, history: History, config: Configuration, timing: Timing, start: datetime, end: datetime,
-                 *, seed: int, prefix: str, repack: bool = True) -> None:
+                 *, seed: int, prefix: str, repack: bool = True,
+                 progress: Callable[[float], None] | None = None) -> None:
         self.history = history
+        # called now and then with the share of the window replayed (0..1); whatever it raises stops the run
+        self.progress = progress
         self.config = config
         self.timing = timing
         self.start, self.end = start, end
@@ -200,7 +204,14 @@ class ReplayRun:
         self._push(self.start, Timer.SAMPLE, None)
         events = self.history.events
         i = state.next_index
+        steps = 0
+        window = (self.end - self.start).total_seconds() or 1.0
         while True:
+            steps += 1
+            if self.progress is not None and steps % PROGRESS_EVERY == 0:
+                now = min(events[i].at if i < len(events) else self.end,
+                          self._timers[0][0] if self._timers else self.end)
+                self.progress(min(1.0, max(0.0, (now - self.start).total_seconds() / window)))
             t_event = events[i].at if i < len(events) else None
             t_timer = self._timers[0][0] if self._timers else None
             if t_event is not None and t_event >= self.end:

@@ -60,7 +60,7 @@ def _state() -> str:
     digest = hashlib.sha256()
     for model in apps.get_models():
         if model._meta.app_label in {"fleet", "catalog", "control", "alerts", "whatif", "dashboards",
-                                     "simulation", "buffers", "overlays", "commitments", "auth", "authtoken"} and model is not User:
+                                     "simulation", "buffers", "overlays", "commitments", "replay", "auth", "authtoken"} and model is not User:
             digest.update(serializers.serialize("json", model.objects.order_by("pk")).encode())
     digest.update(repr(list(User.objects.order_by("pk").values_list("username", "is_active", "is_staff",
                                                                     "is_superuser", "password"))).encode())
