@@ -22,15 +22,31 @@ class CommitmentReader(Protocol):
 
 
 def sync_commitments(commitments: list[Commitment]) -> None:
-    """Store what AWS returned, one commitment_upsert per commitment (the console's commitment service, keyed by
-    name and source, so a refresh updates the rows it wrote before and leaves the operator's own alone)."""
-    try:
-        from console.commitments.services import commitment_upsert  # type: ignore[import-not-found,unused-ignore]
-    except ImportError:
-        log.warning("commitments from AWS: %d read, not stored (no console.commitments app)", len(commitments))
-        return
-    for commitment in commitments:
-        commitment_upsert(commitment=commitment)
+    """Store what AWS returned: one commitment_upsert per commitment, keyed by its source and AWS id, so a refresh
+    updates the rows it wrote before and leaves the operator's own alone; then each AWS source's rows it no longer
+    returned (expired, sold) are pruned. A commitment the console's rules refuse is logged and left out."""
+    from django.core.exceptions import ValidationError
+
+    from console.backends.aws_commitments import SOURCE_RI, SOURCE_SP
+    from console.commitments.services import commitment_prune, commitment_upsert
+
+    seen: dict[str, list[str]] = {SOURCE_RI: [], SOURCE_SP: []}
+    for c in commitments:
+        source = c.source or SOURCE_RI
+        values = {
+            "type": c.kind.value, "instance_type": c.instance_type or "", "instance_family": c.instance_family or "",
+            "zone": c.zone or "", "region": c.region or "", "count": c.count or None,
+            "hourly_commitment": None if c.hourly_commitment is None else str(c.hourly_commitment),
+            "rates": {k: str(v) for k, v in c.rates.items()}, "starts": c.starts, "ends": c.ends,
+        }
+        try:
+            commitment_upsert(source=source, external_id=c.name, values=values)
+        except ValidationError as exc:
+            log.warning("commitment %s from %s not stored: %s", c.name, source, exc)
+            continue
+        seen.setdefault(source, []).append(c.name)
+    for source, keep in seen.items():
+        commitment_prune(source=source, keep=keep)
 
 
 def on_demand_prices(types: Sequence[InstanceType]) -> dict[str, float]:
