@@ -66,9 +66,15 @@ class FieldError(InputError):
         self.message = message
 
 
+# every character str.splitlines breaks at: a name or key holding one would split a one-line message in two
+_LINE_BREAKS = {c: f"\\u{c:04x}" for c in (0x0A, 0x0B, 0x0C, 0x0D, 0x1C, 0x1D, 0x1E, 0x85, 0x2028, 0x2029)}
+
+
 def cut(text: str, limit: int = 200) -> str:
-    """`text` cut to `limit` characters, '…' where it was cut (names and keys quoted in messages)."""
-    return text if len(text) <= limit else text[: limit - 1] + "…"
+    """`text` cut to `limit` characters, '…' where it was cut (names and keys quoted in messages), with line
+    breaks written as escapes so the message stays one line."""
+    text = text if len(text) <= limit else text[: limit - 1] + "…"
+    return text.translate(_LINE_BREAKS) if not text.isprintable() else text
 
 
 def sub_path(path: str, key: Any) -> str:

@@ -45,6 +45,15 @@ class ChannelInUse(ValidationError):
     """Rules still send to the channel (their foreign key protects it): move or delete them first."""
 
 
+# Rule kinds that apps building on the alerts evaluate themselves (the advisor's "new advisor finding"): each
+# registers its evaluator from its AppConfig.ready, so this app imports none of them.
+RULE_EVALUATORS: dict[str, Callable[..., Evaluation]] = {}
+
+
+def rule_evaluator_register(*, kind: str, evaluator: Callable[..., Evaluation]) -> None:
+    RULE_EVALUATORS[kind] = evaluator
+
+
 def _check(obj: Channel | AlertRule, problems: validation.Problems) -> None:
     """Raise the rules' problems and the model's own (unique name, lengths, choices) together, keyed by field;
     the model does not repeat a field the rules already refused."""
@@ -186,10 +195,9 @@ def evaluate_rule(rule: AlertRule, now: datetime) -> Evaluation:
         return fleet_health.evaluate_launch_failures(
             fleet_health.failures_between(pool, now - timedelta(hours=1), now), pods,
             selectors.latest_verdicts(p.key for p in pods), threshold=threshold, scope=scope)
-    if rule.kind == AlertRule.ADVISOR:
-        from console.advisor import services as advisor_services  # the advisor app builds on this one
-
-        return advisor_services.alert_evaluate(rule=rule, now=now)
+    evaluator = RULE_EVALUATORS.get(rule.kind)
+    if evaluator is not None:
+        return evaluator(rule=rule, now=now)
     raise ValueError(f"unknown rule kind {rule.kind}")
 
 

@@ -1,3 +1,5 @@
+from __future__ import annotations
+
 from django.apps import AppConfig
 
 
@@ -6,3 +8,12 @@ class CommitmentsConfig(AppConfig):
     label = "commitments"
     verbose_name = "Commitments"
     default_auto_field = "django.db.models.BigAutoField"
+
+    def ready(self) -> None:
+        # imported and exported with the NodePools: the fleet's import takes the kind from this registration
+        from console.commitments import manifests, selectors, services
+        from console.fleet.services import OtherKind, import_kind_register
+
+        import_kind_register(kind=manifests.KIND, other=OtherKind(
+            manifests.API_VERSION, manifests.fields_from_manifest, services.commitment_import_check, services.commitment_import_apply,
+            services.commitments_export, selectors.commitment_list))

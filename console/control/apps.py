@@ -1,3 +1,5 @@
+from __future__ import annotations
+
 from django.apps import AppConfig
 
 
@@ -6,3 +8,9 @@ class ControlConfig(AppConfig):
     label = "control"
     verbose_name = "Control loops"
     default_auto_field = "django.db.models.BigAutoField"
+
+    def ready(self) -> None:
+        from console.control.ondemand_card import on_demand_card
+        from console.fleet.views import nodepool_card_register
+
+        nodepool_card_register(name="on_demand_share", card=on_demand_card)

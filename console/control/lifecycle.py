@@ -31,6 +31,7 @@ from django.conf import settings
 from django.utils import timezone
 
 from console.backends.base import CloudEvent, CloudProvider, ClusterBackend, LaunchOption, NodeNotFound
+from console.control import signals
 from console.control.launch import offering_mark_unavailable
 from console.control.reservations import labels_of_reservation
 from console.control.termination import (
@@ -42,7 +43,6 @@ from console.control.termination import (
 )
 from console.fleet.models import Decision, NodeClaim
 from console.fleet.services import nodeclaims_mark_for_deletion
-from console.history.services import history_node_interrupted
 
 log = logging.getLogger(__name__)
 
@@ -212,7 +212,7 @@ def _interrupted(claim: NodeClaim, event: CloudEvent, cluster: ClusterBackend, n
     nodeclaims_mark_for_deletion(claims=NodeClaim.objects.filter(pk=claim.pk), reason=_event_reason(event), now=now)
     NodeClaim.objects.filter(pk=claim.pk, disrupting_at__isnull=True).update(disrupting_at=now)
     if first:
-        history_node_interrupted(node_name=claim.node_name, event_kind=event.kind, now=now)
+        signals.node_interrupted.send(sender=NodeClaim, node_name=claim.node_name, event_kind=event.kind, now=now)
     # Drain now, not at the next lifecycle tick: the notice is short. A node already gone (the
     # instance was reclaimed or stopped) has nothing left to drain.
     node_gone = False

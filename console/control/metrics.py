@@ -21,7 +21,7 @@ from django.utils import timezone
 
 from console import adapters
 from console.backends.base import ClusterBackend
-from console.buffers.selectors import buffer_headroom
+from console.control.headroom import buffer_headroom
 from console.control.launch import engine_catalog
 from console.control.live_cluster import LiveCluster, NodeRow, live_cluster
 from console.fleet.models import Decision, EC2NodeClass, NodePool

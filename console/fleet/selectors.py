@@ -185,26 +185,3 @@ def nodepool_windows(*, nodepool: NodePool, now: datetime) -> tuple[list[WindowR
         rows.append(WindowRow(w.name, w.schedule.text, format_duration(w.duration), sets,
                               span[1] if span else None, None if span else w.schedule.next_fire_after(now)))
     return rows, ""
-@dataclass
-class OnDemandShareView:
-    """The NodePool page's "On-demand share" card: each workload whose contract the pool's first-admitting rule
-    gives to this pool, as the cluster runs now (None rows: the cluster could not be read, `error` says why)."""
-
-    rows: list[Any] | None
-    error: str = ""
-
-
-def nodepool_on_demand_share(*, nodepool: NodePool, cluster: Any) -> OnDemandShareView:
-    """Each workload the pool serves with an on-demand share (its own annotations or the pool's), split as the
-    cluster's pods run now: required on on-demand, on on-demand, on spot, pending (packing.api.on_demand_now)."""
-    from console import adapters  # the adapters read the fleet's models: imported when a page asks
-    from packing import api
-
-    try:
-        pods, _ = cluster.list_pods()
-        nodes, _ = cluster.list_nodes()
-        inputs = adapters.cluster_inputs(pods=pods, nodes=nodes, nodepools=list(NodePool.objects.all()))
-        rows = api.on_demand_now(inputs)
-    except Exception as exc:  # noqa: BLE001 - a page shows what it can; the cluster may be unreachable
-        return OnDemandShareView(None, f"{type(exc).__name__}: {exc}"[:300])
-    return OnDemandShareView([r for r in rows if r.pool == nodepool.name])

@@ -19,15 +19,9 @@ from django.utils import timezone
 
 from console.buffers import manifests as buffer_manifests
 from console.buffers import services as buffer_services
-from console.commitments import manifests as commitment_manifests
-from console.commitments import services as commitment_services
-from console.commitments.models import Commitment
 from console.fleet import manifests
 from console.fleet.models import ChangeRecord, Decision, EC2NodeClass, NodeClaim, NodePool
 from console.fleet.selectors import nodepool_deletion_impact, nodepool_live_claims
-from console.overlays import manifests as overlay_manifests
-from console.overlays import services as overlay_services
-from console.overlays.models import NodeOverlay
 
 _KINDS: dict[str, tuple[type[NodePool] | type[EC2NodeClass], str]] = {
     manifests.NODEPOOL_KIND: (NodePool, ChangeRecord.NODEPOOL),
@@ -194,23 +188,24 @@ def nodeclass_delete(*, nodeclass: EC2NodeClass, user: Any, source: str = "form"
 
 @dataclass(frozen=True)
 class OtherKind:
-    """A kind another app keeps, imported and exported with the NodePools: how to read, check and write it."""
+    """A kind another app keeps, imported and exported with the NodePools: how to read, check, write and export
+    it. The apps that keep one (console/overlays, console/commitments) register it from their AppConfig.ready, so
+    the fleet imports none of them (they build on the fleet)."""
 
     api_version: str
     read: Any  # (document) -> (values, [(path, message)])
     check: Any  # (*, values) -> (action, [(path, message)])
     apply: Any  # (*, values, user) -> None
+    export: Any  # (rows) -> [manifest]
+    rows: Any  # () -> every stored row, for the export of everything
 
 
-# NodeOverlays (console/overlays) and Commitments (console/commitments), by kind; CapacityBuffers come below
-OTHER_KINDS: dict[str, OtherKind] = {
-    overlay_manifests.KIND: OtherKind(overlay_manifests.API_VERSION, overlay_manifests.fields_from_manifest,
-                                      overlay_services.overlay_import_check, overlay_services.overlay_import_apply),
-    commitment_manifests.KIND: OtherKind(commitment_manifests.API_VERSION, commitment_manifests.fields_from_manifest,
-                                         commitment_services.commitment_import_check,
-                                         commitment_services.commitment_import_apply),
-}
+# NodeOverlays and Commitments, by kind, in the order their apps register; CapacityBuffers come below
+OTHER_KINDS: dict[str, OtherKind] = {}
 
+
+def import_kind_register(*, kind: str, other: OtherKind) -> None:
+    OTHER_KINDS[kind] = other
 
 @dataclass(frozen=True)
 class ImportProblem:
@@ -335,9 +330,10 @@ def karpenter_import(*, texts: Sequence[tuple[str, str]], user: Any, dry_run: bo
                         **{k: other.api_version for k, other in OTHER_KINDS.items()}}
             if kind not in expected:
                 what = "kind is missing" if kind in (None, "") else f"unsupported kind {kind!r}"
+                kinds = [f"CapacityBuffer ({buffer_manifests.API_VERSION})",
+                         *(f"{k} ({o.api_version})" for k, o in OTHER_KINDS.items())]
                 problem("kind", f"{what}; expected NodePool (karpenter.sh/v1), EC2NodeClass (karpenter.k8s.aws/v1), "
-                                f"CapacityBuffer ({buffer_manifests.API_VERSION}), NodeOverlay "
-                                f"({overlay_manifests.API_VERSION}) or Commitment ({commitment_manifests.API_VERSION})")
+                                f"{', '.join(kinds[:-1])} or {kinds[-1]}")
                 continue
             if api_version != expected[kind]:
                 what = "apiVersion is missing" if api_version in (None, "") else f"unsupported apiVersion {api_version!r}"
@@ -423,11 +419,23 @@ def karpenter_import(*, texts: Sequence[tuple[str, str]], user: Any, dry_run: bo
 
 
 def karpenter_export(objects: Sequence[NodePool | EC2NodeClass], *, buffers: Sequence[Any] = (),
-                     overlays: Sequence[NodeOverlay] = (), commitments: Sequence[Commitment] = ()) -> str:
+                     others: Mapping[str, Sequence[Any]] | None = None) -> str:
     """Multi-document YAML that Karpenter accepts and that imports back to the same objects (`buffers`:
-    CapacityBuffer rows, after them; then the NodeOverlay and Commitment rows)."""
+    CapacityBuffer rows, after them; `others`: rows of the registered kinds, by kind — NodeOverlays, Commitments —
+    in their registration order)."""
     docs = [doc for doc in (_manifest(obj) for obj in objects) if doc is not None]
     docs += buffer_services.buffers_export(list(buffers))
-    docs += overlay_services.overlays_export(list(overlays))
-    docs += commitment_services.commitments_export(list(commitments))
+    for kind, other in OTHER_KINDS.items():
+        rows = (others or {}).get(kind)
+        if rows:
+            docs += other.export(list(rows))
     return manifests.dump_yaml(docs)
+
+
+def everything_export() -> str:
+    """The whole fleet as one file: EC2NodeClasses, NodePools, CapacityBuffers and every registered kind."""
+    from console.buffers.selectors import buffer_list
+
+    objects: list[Any] = [*EC2NodeClass.objects.all(), *NodePool.objects.order_by("name")]
+    return karpenter_export(objects, buffers=list(buffer_list()),
+                            others={kind: list(other.rows()) for kind, other in OTHER_KINDS.items()})

@@ -3,6 +3,7 @@ business logic lives here."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from django.contrib import messages
@@ -16,9 +17,6 @@ from django.utils import timezone
 from django.views import View
 
 from console.access import require_operator
-from console.backends.factory import cluster_backend
-from console.buffers import selectors as buffer_selectors
-from console.commitments import selectors as commitment_selectors
 from console.fleet import fieldtable, selectors, services
 from console.fleet.filters import (
     DecisionFilterSet,
@@ -28,7 +26,6 @@ from console.fleet.filters import (
 )
 from console.fleet.forms import ImportForm, NodeClassForm, NodePoolEditor, ScaleForm
 from console.fleet.models import ChangeRecord, Decision, EC2NodeClass, NodeClaim, NodePool
-from console.overlays import selectors as overlay_selectors
 
 # Label keys offered as suggestions in the requirement rows (free text is still accepted).
 SUGGESTED_KEYS = [
@@ -63,6 +60,15 @@ def nodepool_list(request: HttpRequest) -> HttpResponse:
         "total_cost_per_hour": selectors.fleet_cost_per_hour(usages=pools, deleted=deleted)})
 
 
+# Cards of the NodePool page that apps building on the fleet compute (console.control's on-demand share, read
+# from the live cluster through the adapters), by template variable; registered from their AppConfig.ready.
+NODEPOOL_CARDS: dict[str, Callable[[NodePool], Any]] = {}
+
+
+def nodepool_card_register(*, name: str, card: Callable[[NodePool], Any]) -> None:
+    NODEPOOL_CARDS[name] = card
+
+
 def nodepool_detail(request: HttpRequest, name: str, *, scale_form: ScaleForm | None = None,
                     status: int = 200) -> HttpResponse:
     pool = get_object_or_404(NodePool, name=name)
@@ -73,7 +79,7 @@ def nodepool_detail(request: HttpRequest, name: str, *, scale_form: ScaleForm | 
         "pool": pool, "scale_form": scale_form, "windows": windows, "windows_problem": windows_problem,
         "spec_rows": fieldtable.detail_rows(fieldtable.NODEPOOL_FIELDS, pool.field_values()),
         "usage": selectors.nodepool_usage(nodepool=pool),
-        "on_demand_share": selectors.nodepool_on_demand_share(nodepool=pool, cluster=cluster_backend()),
+        **{name: card(pool) for name, card in NODEPOOL_CARDS.items()},
         "manifest": services.karpenter_export([pool]),
         "nodeclaims": NodeClaim.objects.active().filter(nodepool_name=pool.name)[:100],
         "decisions": selectors.recent_decisions(nodepool_name=pool.name),
@@ -196,11 +202,7 @@ def nodepool_export(request: HttpRequest, name: str) -> HttpResponse:
 
 
 def export_all(request: HttpRequest) -> HttpResponse:
-    objects: list[Any] = [*EC2NodeClass.objects.all(), *NodePool.objects.order_by("name")]
-    return _yaml_response(services.karpenter_export(objects, buffers=list(buffer_selectors.buffer_list()),
-                                                    overlays=list(overlay_selectors.overlay_list()),
-                                                    commitments=list(commitment_selectors.commitment_list())),
-                          "karpenter.yaml")
+    return _yaml_response(services.everything_export(), "karpenter.yaml")
 
 
 # --- EC2NodeClasses ---------------------------------------------------------------------------------

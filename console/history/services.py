@@ -290,6 +290,12 @@ def history_node_interrupted(*, node_name: str, event_kind: str, now: datetime |
     return True
 
 
+def interruption_heard(sender: Any, node_name: str, event_kind: str, now: datetime | None = None,
+                       **_: Any) -> None:
+    """console.control.signals.node_interrupted: the interruption loop's notice, recorded."""
+    history_node_interrupted(node_name=node_name, event_kind=event_kind, now=now)
+
+
 def revision_from_change(sender: Any, instance: ChangeRecord, created: bool = False, **_: Any) -> None:
     """A NodePool or EC2NodeClass change the fleet recorded: the manifest it leaves in force (None: deleted)."""
     if not created or instance.object_type not in (ChangeRecord.NODEPOOL, ChangeRecord.NODECLASS):
@@ -435,6 +441,7 @@ __all__ = [
     "PruneOutcome",
     "history_import",
     "history_node_interrupted",
+    "interruption_heard",
     "history_observe",
     "history_prune",
     "history_record",

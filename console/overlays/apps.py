@@ -1,3 +1,5 @@
+from __future__ import annotations
+
 from django.apps import AppConfig
 
 
@@ -6,3 +8,12 @@ class OverlaysConfig(AppConfig):
     label = "overlays"
     verbose_name = "NodeOverlays"
     default_auto_field = "django.db.models.BigAutoField"
+
+    def ready(self) -> None:
+        # imported and exported with the NodePools: the fleet's import takes the kind from this registration
+        from console.fleet.services import OtherKind, import_kind_register
+        from console.overlays import manifests, selectors, services
+
+        import_kind_register(kind=manifests.KIND, other=OtherKind(
+            manifests.API_VERSION, manifests.fields_from_manifest, services.overlay_import_check, services.overlay_import_apply,
+            services.overlays_export, selectors.overlay_list))

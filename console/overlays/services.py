@@ -115,8 +115,8 @@ def override_values(*, selector: str, capacity_type: str, price: Decimal | None,
     }
 
 
-def _plain(d: Decimal) -> str:
-    text = format(d.normalize(), "f")
+def _plain(d: Decimal | str | float) -> str:
+    text = format(Decimal(str(d)).normalize(), "f")
     return text if text not in ("-0",) else "0"
 
 

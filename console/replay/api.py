@@ -7,6 +7,7 @@ from typing import Any
 
 from django.core.exceptions import ValidationError
 from django.shortcuts import get_object_or_404
+from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema
 from rest_framework import serializers, status
 from rest_framework.request import Request
@@ -36,7 +37,8 @@ class ReplayStartSerializer(serializers.Serializer[Any]):
 
 
 class ReplayListView(APIView):
-    @extend_schema(summary="The replays", description="The latest replays, newest first, without their results.")
+    @extend_schema(summary="The replays", description="The latest replays, newest first, without their results.",
+                   operation_id="replays_list", responses={200: OpenApiTypes.OBJECT})
     def get(self, request: Request) -> Response:
         return Response({"results": [selectors.replay_json(run=r, with_result=False)
                                      for r in selectors.replay_list(limit=100)]})
@@ -44,7 +46,8 @@ class ReplayListView(APIView):
     @extend_schema(summary="Start a replay", request=ReplayStartSerializer,
                    description="Queue a replay of [from, to) of the recorded history (or of `import`) with the "
                                "configuration in force and with `change`. 201 with the replay; 400 naming the field "
-                               "(nothing saved) on bad input.")
+                               "(nothing saved) on bad input.",
+                   operation_id="replays_create", responses={201: OpenApiTypes.OBJECT, 400: OpenApiTypes.OBJECT})
     def post(self, request: Request) -> Response:
         body = ReplayStartSerializer(data=request.data)
         body.is_valid(raise_exception=True)
@@ -64,7 +67,8 @@ class ReplayListView(APIView):
 
 class ReplayDetailView(APIView):
     @extend_schema(summary="A replay", description="Its status and progress and, once done, `result`: the JSON "
-                                                   "document of `python -m packing replay` (docs/whatif.md).")
+                                                   "document of `python -m packing replay` (docs/whatif.md).",
+                   operation_id="replays_retrieve", responses={200: OpenApiTypes.OBJECT, 404: OpenApiTypes.OBJECT})
     def get(self, request: Request, pk: int) -> Response:
         run = selectors.replay_get(pk=pk)
         if run is None:
@@ -75,7 +79,8 @@ class ReplayDetailView(APIView):
 class ReplayCancelView(APIView):
     @extend_schema(summary="Cancel a replay", request=None,
                    description="A queued replay is cancelled at once, a running one stops at its next progress "
-                               "report; a finished one is left as it is.")
+                               "report; a finished one is left as it is.",
+                   operation_id="replays_cancel", responses={200: OpenApiTypes.OBJECT})
     def post(self, request: Request, pk: int) -> Response:
         run = services.replay_cancel(run=get_object_or_404(Replay, pk=pk))
         return Response(selectors.replay_json(run=run, with_result=False))

@@ -391,7 +391,8 @@ def replay_files(files: Sequence[tuple[str, str]], *, at: datetime, region: str 
     inp, inp2 = api.fresh_inputs(base), api.fresh_inputs(base)
     types = api.resolve_catalog(inp, api.Inputs(), region)
     policy = settings.LOADMASTER_MIN_VALUES_POLICY
-    plan = api.plan_json(api.plan(inp, types, min_values_policy=api.MinValuesPolicy(policy)), inp.ignored)
+    plan = api.plan_json(api.plan(inp, types, min_values_policy=api.MinValuesPolicy(policy),
+                                  commitments=inp.commitments), inp.ignored)
     report = api.consolidate(api.with_min_values_policy(api.build_cluster(inp2, ex, types), policy), at,
                              repack=settings.LOADMASTER_CONSOLIDATION_REPACK)
     return {"plan": plan, "consolidate": api.report_json(report), "seconds": round(time.perf_counter() - started, 3)}

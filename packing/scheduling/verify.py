@@ -239,8 +239,7 @@ def check_plan(sched: Scheduler, pending: Sequence[Pod], res: Results) -> list[s
                 # options' offerings (a type too small for the pool's DaemonSets is no option, so a zone only such
                 # types offer is no domain: kube-scheduler, counting the nodes' zones, never sees it either)
                 zones: set[str] = set()
-                keys = tuple(sorted({CPU, MEMORY, PODS, *p.requests}))
-                for tpl in sched.templates(keys):
+                for tpl in sched.templates(tuple(sorted({CPU, MEMORY, PODS, *p.requests}))):
                     zones.update(tpl.domains(ZONE_LABEL))
                 eligible = [
                     z

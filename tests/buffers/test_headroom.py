@@ -13,8 +13,8 @@ from rest_framework.test import APIClient
 
 from console import adapters
 from console.buffers import services
-from console.buffers.selectors import buffer_headroom
 from console.control import metrics
+from console.control.headroom import buffer_headroom
 from console.telemetry.models import MetricSample
 
 pytestmark = pytest.mark.django_db

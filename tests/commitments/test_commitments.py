@@ -103,7 +103,7 @@ def test_export_imports_back_to_the_same_row(doc: str) -> None:
     result = run_import(doc)
     assert result.ok, result.problems
     row = Commitment.objects.get()
-    exported = fleet_services.karpenter_export([], commitments=[row])
+    exported = fleet_services.karpenter_export([], others={"Commitment": [row]})
     assert yaml.safe_load(exported) == yaml.safe_load(doc)
     again = run_import(exported)
     assert again.ok and again.unchanged == [f"Commitment/{row.name}"]

@@ -101,7 +101,7 @@ def test_export_imports_back_to_the_same_row() -> None:
     assert result.created == ["NodeOverlay/m5-savings"]
     row = NodeOverlay.objects.get()
     assert row.note == "3y Compute Savings Plan" and row.weight == 10
-    exported = fleet_services.karpenter_export([], overlays=[row])
+    exported = fleet_services.karpenter_export([], others={"NodeOverlay": [row]})
     assert yaml.safe_load(exported) == yaml.safe_load(OVERLAY)
     again = run_import(exported)
     assert again.ok and again.unchanged == ["NodeOverlay/m5-savings"]

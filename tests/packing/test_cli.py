@@ -627,3 +627,14 @@ spec:
     assert claim["covered_by"] == ["ri-c4x"] and claim["effective_price_per_hour"] == 0
     (use,) = doc["summary"]["commitments"]
     assert use["name"] == "ri-c4x" and use["left"] == 0
+
+
+def test_an_error_naming_an_object_with_a_line_separator_is_one_line(tmp_path: Path) -> None:
+    """A name holding U+2028 (or any character str.splitlines breaks at) is written as an escape: the fuzz test
+    found such a pod's error printed on two lines."""
+    bad = tmp_path / "pods.yaml"
+    bad.write_text('apiVersion: v1\nkind: Pod\nmetadata: {name: "a\\u2028b", namespace: default}\n'
+                   'spec: {containers: [{name: c, resources: {requests: {cpu: lots}}}]}\n', encoding="utf-8")
+    out, err = io.StringIO(), io.StringIO()
+    assert main([str(bad)], stdout=out, stderr=err) == 2
+    assert len(err.getvalue().splitlines()) == 1 and "\\u2028" in err.getvalue()
