@@ -10,10 +10,9 @@ full reader decides (the tests check the two readers agree, property-based).
 
 from __future__ import annotations
 
-from typing import Any
-
 import operator
 from itertools import compress, count
+from typing import Any
 
 import yaml
 from yaml.nodes import ScalarNode
@@ -452,8 +451,8 @@ class ItemReader:
         lines = chunk.split("\n")
         kept = self._templates.get(len(lines))
         if kept:
-            for template in kept:
-                value = template.apply(lines)
+            for known in kept:
+                value = known.apply(lines)
                 if value is not None:
                     return value
         try:

@@ -23,6 +23,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 import yaml
@@ -30,18 +31,30 @@ import yaml
 from packing import kubectlyaml, yamlinput
 from packing.documents import document_objects
 
-__all__ = ["Declined", "is_json_object", "json_bytes_objects", "stream_objects"]
+__all__ = [
+    "Declined",
+    "Layout",
+    "is_json_object",
+    "json_bytes_objects",
+    "stream_objects",
+    "stream_part",
+    "yaml_layout",
+]
 
 
 class Declined(Exception):
     """The streaming reader is not sure of this text: read it whole (packing.documents.kubernetes_objects)."""
 
 
+_LEADING_SPACE = re.compile(r"\s*")
+
+
 def stream_objects(text: str, filename: str) -> Iterator[tuple[str, str, Mapping[str, Any]]]:
     """(where, prefix, object) of every Kubernetes object of `text`, as kubernetes_objects gives them; Declined
     (possibly after some objects) when the text must be read whole, including when it has any problem."""
     try:
-        if text.lstrip().startswith(("{", "[")):
+        first = _LEADING_SPACE.match(text).end()  # type: ignore[union-attr]
+        if text.startswith(("{", "["), first):
             # one JSON reader, the bytes one: a text that does not encode (lone surrogates) is read whole
             yield from _json_bytes_objects(text.encode("utf-8"), filename)
         else:
@@ -232,9 +245,47 @@ def _pieces(text: str) -> tuple[list[tuple[int, int]], list[int]]:
     return pieces, lines
 
 
-def _yaml_objects(text: str, filename: str) -> Iterator[tuple[str, str, Mapping[str, Any]]]:
+@dataclass(frozen=True)
+class Layout:
+    """Where a YAML text's documents are (spans) and its lines that start in column 0 (their starts, but the
+    text's own first line), found once (_pieces); `split` is where stream_part divides the objects."""
+
+    pieces: list[tuple[int, int]]
+    lines: list[int]
+    split: tuple[int, int] = (0, 0)  # (document number, item index in that document's List)
+
+
+def yaml_layout(text: str, parts: int = 2) -> Layout | None:
+    """The text's Layout, split in the middle of its largest kubectl List (None when it has none with at least
+    `parts` items); Declined when the text is not one the splitting can vouch for."""
     pieces, lines = _pieces(text)
-    reader = kubectlyaml.ItemReader()
+    best: tuple[int, int] | None = None
+    for index, (a, b), inner in _documents(text, pieces, lines):
+        if _kubectl_list(text, a, b):
+            items = sum(1 for pos in inner if text.startswith(("- ", "-\n"), pos))
+            if items >= parts and (best is None or items > best[1]):
+                best = (index, items)
+    if best is None:
+        return None
+    return Layout(pieces, lines, (best[0], best[1] // parts))
+
+
+def stream_part(
+    text: str, filename: str, layout: Layout, *, first: bool
+) -> Iterator[tuple[str, str, Mapping[str, Any]]]:
+    """stream_objects for a YAML text, but only its objects before layout.split (`first`) or from it on: the two
+    parts together are stream_objects' objects; each part checks what it reads and the pieces of the text's
+    structure (a List's other keys), so a text both parts read without Declined is one stream_objects reads."""
+    try:
+        yield from _yaml_objects(text, filename, layout, first)
+    except (ValueError, RecursionError, yaml.YAMLError) as e:
+        raise Declined(str(e)[:80]) from None
+
+
+def _documents(
+    text: str, pieces: list[tuple[int, int]], lines: list[int]
+) -> Iterator[tuple[int, tuple[int, int], list[int]]]:
+    """(number, span, its column-0 lines after its first) of each document that is not empty."""
     if _blank(text, *pieces[0]):
         pieces = pieces[1:]  # nothing before the first `---`: no document there
     at = 0
@@ -245,8 +296,35 @@ def _yaml_objects(text: str, filename: str) -> Iterator[tuple[str, str, Mapping[
         while end < len(lines) and lines[end] < b:
             end += 1
         if not _blank(text, a, b):  # an empty document (None) is counted, not read
-            yield from _yaml_document(text, a, b, lines[at:end], f"{filename}: document {index}", reader)
+            yield index, (a, b), lines[at:end]
         at = end
+
+
+def _yaml_objects(
+    text: str, filename: str, layout: Layout | None = None, first: bool = True
+) -> Iterator[tuple[str, str, Mapping[str, Any]]]:
+    if layout is None:
+        pieces, lines = _pieces(text)
+        split = None
+    else:
+        pieces, lines, split = layout.pieces, layout.lines, layout.split
+    reader = kubectlyaml.ItemReader()
+    for index, (a, b), inner in _documents(text, pieces, lines):
+        take = None
+        if split is not None:
+            if index != split[0]:
+                if (index < split[0]) != first:
+                    continue  # the other part's document
+            else:
+                take = range(split[1]) if first else range(split[1], 1 << 62)
+        yield from _yaml_document(text, a, b, inner, f"{filename}: document {index}", reader, take)
+
+
+def _kubectl_list(text: str, a: int, b: int) -> bool:
+    """Whether the document text[a:b] may be a List as kubectl prints one (its items read one by one)."""
+    head = text[a : min(a + 2, b)]
+    is_list = text.startswith("items:\n- ", a, b) or text.find("\nitems:\n- ", a, b) >= 0
+    return is_list and head[:1] != " " and head not in ("- ", "-\n")
 
 
 _BLANKS = re.compile(r"[ \n]*")
@@ -258,13 +336,20 @@ def _blank(text: str, a: int, b: int) -> bool:
 
 
 def _yaml_document(
-    text: str, a: int, b: int, lines: list[int], where: str, reader: kubectlyaml.ItemReader
+    text: str,
+    a: int,
+    b: int,
+    lines: list[int],
+    where: str,
+    reader: kubectlyaml.ItemReader,
+    take: range | None = None,
 ) -> Iterator[tuple[str, str, Mapping[str, Any]]]:
     """The objects of the document text[a:b]; `lines` are where its lines that start in column 0 start (but
-    the first)."""
-    head = text[a : min(a + 2, b)]
-    is_list = text.startswith("items:\n- ", a, b) or text.find("\nitems:\n- ", a, b) >= 0
-    if head[:1] == " " or head in ("- ", "-\n") or not is_list:
+    the first). With `take`, only the List items of those indexes are read and yielded (and the document's
+    other keys checked); a document that is not a List is then yielded only when `take` starts at 0."""
+    if not _kubectl_list(text, a, b):
+        if take is not None and take.start:
+            return
         whole = yamlinput.load_one(text[a:b])  # not a List as kubectl prints one: read it whole
         for prefix, item in document_objects(whole, where):
             yield where, prefix, item
@@ -273,13 +358,14 @@ def _yaml_document(
     doc: dict[str, Any] = {}
     count = -1  # -1: before `items:`; then the items read
     for i in range(len(starts) - 1):
-        chunk = text[starts[i] : starts[i + 1]]
-        if chunk.startswith(("- ", "-\n")):
+        if text.startswith(("- ", "-\n"), starts[i]):
             if count < 0:
                 raise Declined("a sequence item outside items")
-            yield _item(where, count, _read_item(chunk, reader))
+            if take is None or count in take:
+                yield _item(where, count, _read_item(text[starts[i] : starts[i + 1]], reader))
             count += 1
             continue
+        chunk = text[starts[i] : starts[i + 1]]
         if count >= 0:
             count = -2  # the items are over: another key follows
         if chunk == "items:\n" and "items" not in doc:
