@@ -304,6 +304,7 @@ class _NoMemo(_Memo):
 
 
 _MAX_CHANGES = 64  # lines an item may differ from its template in; beyond, reading it anew is as quick
+_SEEN_PER_LINE = 4096  # texts of one line remembered with their key and value
 _TEMPLATES = 4  # kept per number of lines
 
 
@@ -320,7 +321,7 @@ class _Template:
         self.value = value
         self.slots = slots  # line -> (path of the mapping from the item, key, the line up to the key's column)
         self.plans: dict[tuple[int, ...], Any] = {}  # by the lines that differ: their slots, the paths to copy
-        self.seen: dict[tuple[int, str], tuple[str, Any]] = {}  # (line, its text) -> its key and value
+        self.seen: dict[int, dict[str, tuple[str, Any]]] = {}  # line -> its texts so far -> their key and value
 
     def apply(self, lines: list[str]) -> dict[str, Any] | None:
         """The value of the item whose lines are `lines`, or None when it is not this one with new scalars."""
@@ -334,36 +335,35 @@ class _Template:
                 self.plans[diff] = plan
         if plan is _NO_PLAN:
             return None
-        targets, paths = plan
-        seen = self.seen
-        changes = []
-        for i, target in zip(diff, targets, strict=True):
+        targets, copied = plan
+        # the item's own copies of the mappings and sequences that hold a changed line, and of their parents
+        root = dict(self.value)
+        copies: list[Any] = [root]
+        for parent, k in copied:
+            holder = copies[parent]
+            orig = holder[k]
+            holder[k] = mine = dict(orig) if type(orig) is dict else list(orig)
+            copies.append(mine)
+        renamed: dict[int, dict[str, tuple[str, Any]]] | None = None
+        for i, (at, key, lead, seen) in zip(diff, targets, strict=True):
             line = lines[i]
-            change = seen.get((i, line))
+            change = seen.get(line)
             if change is None:
-                change = self._change(line, target[2])
+                change = self._change(line, lead)
                 if change is None:
                     return None
-                if len(seen) < _CACHE_SIZE:
-                    seen[i, line] = change
-            changes.append(change)
-        root = dict(self.value)
-        copies: dict[tuple[Any, ...], Any] = {(): root}
-        for path in paths:
-            parent = copies[path[:-1]]
-            orig = parent[path[-1]]
-            copies[path] = parent[path[-1]] = dict(orig) if type(orig) is dict else list(orig)
-        renamed: dict[tuple[Any, ...], dict[str, tuple[str, Any]]] | None = None
-        for (path, key, _lead), (new_key, value) in zip(targets, changes, strict=True):
+                if len(seen) < _SEEN_PER_LINE:
+                    seen[line] = change
+            new_key, value = change
             if new_key == key:
-                copies[path][key] = value
+                copies[at][key] = value
             else:
                 if renamed is None:
                     renamed = {}
-                renamed.setdefault(path, {})[key] = (new_key, value)
+                renamed.setdefault(at, {})[key] = change
         if renamed is not None:
-            for path, renames in renamed.items():
-                container = copies[path]
+            for at, renames in renamed.items():
+                container = copies[at]
                 rebuilt = {}
                 for k, v in container.items():
                     if k in renames:
@@ -376,17 +376,27 @@ class _Template:
         return root
 
     def _plan(self, diff: tuple[int, ...]) -> Any:
-        """The slots of the changed lines and the paths to copy (parents first), or _NO_PLAN."""
-        targets = []
+        """For the changed lines: each one's (copy holding it, key, lead, the values its texts had), and the
+        copies to make, parents first, as (index of the parent's copy, key or index in it); or _NO_PLAN."""
+        slots = []
         paths: set[tuple[Any, ...]] = set()
         for i in diff:
             slot = self.slots.get(i)
             if slot is None:
                 return _NO_PLAN
-            targets.append(slot)
+            slots.append((i, slot))
             path = slot[0]
             paths.update(path[:n] for n in range(1, len(path) + 1))
-        return targets, sorted(paths, key=len)
+        order = sorted(paths, key=len)
+        index: dict[tuple[Any, ...], int] = {(): 0}
+        copied = []
+        for n, path in enumerate(order, 1):
+            index[path] = n
+            copied.append((index[path[:-1]], path[-1]))
+        targets = [
+            (index[path], key, lead, self.seen.setdefault(i, {})) for i, (path, key, lead) in slots
+        ]
+        return targets, copied
 
     @staticmethod
     def _change(line: str, lead: str) -> tuple[str, Any] | None:
