@@ -150,8 +150,10 @@ def _json_bytes_objects(data: bytes, filename: str) -> Iterator[tuple[str, str, 
                     pos += 1
                 else:
                     while True:
+                        start = pos
                         value, pos = _decode_at(data, pos)
-                        yamlinput.check_json(value, 3)
+                        # decoded from UTF-8: a lone surrogate can only come from a \u escape
+                        yamlinput.check_json(value, 3, strings=data.find(b"\\u", start, pos) >= 0)
                         yield _item(where, count, value)
                         count += 1
                         pos = ws(data, pos).end()  # type: ignore[union-attr]
