@@ -11,8 +11,10 @@ which decides and words every error exactly as before.
 from __future__ import annotations
 
 import dataclasses
+import multiprocessing
 import os
 import pickle
+import sys
 import tempfile
 import threading
 from collections.abc import Callable, Iterator, Mapping
@@ -54,16 +56,20 @@ def read_in_two(text: str, filename: str, out: Inputs, read_objects: ReadObjects
         return False
     before = _sizes(out)
     with tempfile.TemporaryFile() as sink:
-        pid = os.fork()
-        if pid == 0:  # the worker: the second half, its additions to the sink, and out
-            _worker(text, filename, layout, out, read_objects, before, sink)
+        # forked (the text and `out` are the worker's without copying); the worker's exit code says how it went
+        worker = multiprocessing.get_context("fork").Process(
+            target=_worker, args=(text, filename, layout, out, read_objects, before, sink), daemon=True
+        )
+        sys.stdout.flush()  # the worker flushes its copy of what is buffered when it exits
+        sys.stderr.flush()
+        worker.start()
         ok = False
         try:
             read_objects(stream_part(text, filename, layout, first=True), out)
             ok = True
         finally:
-            _, status = os.waitpid(pid, 0)
-        if not ok or status != 0:
+            worker.join()
+        if not ok or worker.exitcode != 0:
             return False
         sink.seek(0)
         added = pickle.load(sink)
@@ -79,18 +85,17 @@ def _worker(
     before: dict[str, Any],
     sink: Any,
 ) -> None:
-    code = 1
+    """The second half into `out`, and what it added pickled to `sink`; exit code 1 (no traceback) when
+    anything went wrong or the half changed more than it added."""
     try:
         read_objects(stream_part(text, filename, layout, first=False), out)
         added = _added(out, before)
-        if added is not None:
-            pickle.dump(added, sink, protocol=pickle.HIGHEST_PROTOCOL)
-            sink.flush()
-            code = 0
-    except BaseException:  # noqa: BLE001 - any problem: the parent reads the text again on one core
-        code = 1
-    finally:
-        os._exit(code)
+        if added is None:
+            sys.exit(1)
+        pickle.dump(added, sink, protocol=pickle.HIGHEST_PROTOCOL)
+        sink.flush()
+    except Exception:  # noqa: BLE001 - any problem: the parent reads the text again on one core
+        sys.exit(1)
 
 
 def _sizes(out: Inputs) -> dict[str, Any]:
