@@ -62,7 +62,10 @@ def read_in_two(text: str, filename: str, out: Inputs, read_objects: ReadObjects
         )
         sys.stdout.flush()  # the worker flushes its copy of what is buffered when it exits
         sys.stderr.flush()
-        worker.start()
+        try:
+            worker.start()
+        except OSError:  # no memory or processes left for a fork: one core it is
+            return False
         ok = False
         try:
             read_objects(stream_part(text, filename, layout, first=True), out)

@@ -105,3 +105,13 @@ def test_objects_read_before_the_text_are_kept_and_counted(small_texts_too: list
     two = read(text, parallel=True, out=earlier)
     assert small_texts_too == [True]
     assert two == one and len(two.pending) == 31
+
+
+def test_a_fork_that_fails_reads_on_one_core(small_texts_too: list[bool], monkeypatch: pytest.MonkeyPatch) -> None:
+    def no_fork(self: Any) -> None:
+        raise OSError(12, "Cannot allocate memory")
+
+    monkeypatch.setattr("multiprocessing.process.BaseProcess.start", no_fork)
+    text = dump(12)
+    assert read(text, parallel=True) == read(text, parallel=False)
+    assert small_texts_too == [False]
