@@ -306,6 +306,7 @@ class _NoMemo(_Memo):
 _MAX_CHANGES = 64  # lines an item may differ from its template in; beyond, reading it anew is as quick
 _SEEN_PER_LINE = 4096  # texts of one line remembered with their key and value
 _TEMPLATES = 4  # kept per number of lines
+_TEMPLATE_SHAPES = 256  # numbers of lines templates are kept for
 
 
 class _Template:
@@ -470,6 +471,8 @@ class ItemReader:
         except Exception:  # noqa: BLE001 - a case the reader did not foresee: the full reader decides
             return UNSURE
         if template is not None:
+            if len(lines) not in self._templates and len(self._templates) >= _TEMPLATE_SHAPES:
+                self._templates.clear()  # items of ever new lengths: templates would only hold memory
             kept = self._templates.setdefault(len(lines), [])
             kept.insert(0, template)
             del kept[_TEMPLATES:]
