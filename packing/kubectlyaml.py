@@ -10,6 +10,8 @@ full reader decides (the tests check the two readers agree, property-based).
 
 from __future__ import annotations
 
+import operator
+from itertools import compress, count
 from typing import Any
 
 import yaml
@@ -121,6 +123,8 @@ class _Reader:
         self.dashes = {i for i, t in enumerate(texts) if t[:2] == "- " or t == "-"}
         self.pos = 0
         self.n = len(lines)
+        # when recording (a template, ItemReader): (line, mapping, key, column) of every `key: scalar` on one line
+        self.slots: list[tuple[int, dict[str, Any], str, int]] | None = None
 
     def _next_indent(self) -> int:
         return self.indents[self.pos] if self.pos < self.n else -1
@@ -148,7 +152,10 @@ class _Reader:
                 raise _Unsure
             self.pos += 1
             if rest:
+                line = self.pos - 1
                 out[key] = self.scalar(rest, ind)
+                if self.slots is not None and self.pos == line + 1:
+                    self.slots.append((line, out, key, ind))
             else:
                 nxt = self._next_indent()
                 if nxt > ind or nxt == ind and self.pos in self.dashes:
@@ -289,21 +296,200 @@ _SEEN_SIZE = 200_000
 _MEMO_SIZE = 20_000
 
 
+class _NoMemo(_Memo):
+    """A memo that remembers nothing: a template's blocks are its own (a shared block has no one place)."""
+
+    def remember(self, key: tuple[int, int, str], value: Any) -> None:
+        return
+
+
+_MAX_CHANGES = 64  # lines an item may differ from its template in; beyond, reading it anew is as quick
+_SEEN_PER_LINE = 4096  # texts of one line remembered with their key and value
+_TEMPLATES = 4  # kept per number of lines
+_TEMPLATE_SHAPES = 256  # numbers of lines templates are kept for
+
+
+class _Template:
+    """An item read in full, line by line, with where each of its one-line `key: scalar` entries is: an item
+    with the same lines but for such entries (a pod of the same ReplicaSet, or of another with the same shape)
+    is that item with those entries replaced — the same YAML structure around a new scalar gives the same
+    value around the scalar's new value, and the new scalar is read as the line reader would read it."""
+
+    __slots__ = ("lines", "plans", "seen", "slots", "value")
+
+    def __init__(self, lines: list[str], value: dict[str, Any], slots: dict[int, tuple[tuple[Any, ...], str, str]]):
+        self.lines = lines
+        self.value = value
+        self.slots = slots  # line -> (path of the mapping from the item, key, the line up to the key's column)
+        self.plans: dict[tuple[int, ...], Any] = {}  # by the lines that differ: their slots, the paths to copy
+        self.seen: dict[int, dict[str, tuple[str, Any]]] = {}  # line -> its texts so far -> their key and value
+
+    def apply(self, lines: list[str]) -> dict[str, Any] | None:
+        """The value of the item whose lines are `lines`, or None when it is not this one with new scalars."""
+        diff = tuple(compress(count(), map(operator.ne, lines, self.lines)))
+        if len(diff) > _MAX_CHANGES:
+            return None
+        plan = self.plans.get(diff)
+        if plan is None:
+            plan = self._plan(diff)
+            if len(self.plans) < _CACHE_SIZE:
+                self.plans[diff] = plan
+        if plan is _NO_PLAN:
+            return None
+        targets, copied = plan
+        # the item's own copies of the mappings and sequences that hold a changed line, and of their parents
+        root = dict(self.value)
+        copies: list[Any] = [root]
+        for parent, k in copied:
+            holder = copies[parent]
+            orig = holder[k]
+            holder[k] = mine = dict(orig) if type(orig) is dict else list(orig)
+            copies.append(mine)
+        renamed: dict[int, dict[str, tuple[str, Any]]] | None = None
+        for i, (at, key, lead, seen) in zip(diff, targets, strict=True):
+            line = lines[i]
+            change = seen.get(line)
+            if change is None:
+                change = self._change(line, lead)
+                if change is None:
+                    return None
+                if len(seen) < _SEEN_PER_LINE:
+                    seen[line] = change
+            new_key, value = change
+            if new_key == key:
+                copies[at][key] = value
+            else:
+                if renamed is None:
+                    renamed = {}
+                renamed.setdefault(at, {})[key] = change
+        if renamed is not None:
+            for at, renames in renamed.items():
+                container = copies[at]
+                rebuilt = {}
+                for k, v in container.items():
+                    if k in renames:
+                        k, v = renames[k]
+                    rebuilt[k] = v
+                if len(rebuilt) != len(container):
+                    return None  # a new key that another entry has: the line reader words it
+                container.clear()
+                container.update(rebuilt)
+        return root
+
+    def _plan(self, diff: tuple[int, ...]) -> Any:
+        """For the changed lines: each one's (copy holding it, key, lead, the values its texts had), and the
+        copies to make, parents first, as (index of the parent's copy, key or index in it); or _NO_PLAN."""
+        slots = []
+        paths: set[tuple[Any, ...]] = set()
+        for i in diff:
+            slot = self.slots.get(i)
+            if slot is None:
+                return _NO_PLAN
+            slots.append((i, slot))
+            path = slot[0]
+            paths.update(path[:n] for n in range(1, len(path) + 1))
+        order = sorted(paths, key=len)
+        index: dict[tuple[Any, ...], int] = {(): 0}
+        copied = []
+        for n, path in enumerate(order, 1):
+            index[path] = n
+            copied.append((index[path[:-1]], path[-1]))
+        targets = [
+            (index[path], key, lead, self.seen.setdefault(i, {})) for i, (path, key, lead) in slots
+        ]
+        return targets, copied
+
+    @staticmethod
+    def _change(line: str, lead: str) -> tuple[str, Any] | None:
+        """(key, value) of a changed line `key: scalar` whose key starts where `lead` ends, or None."""
+        if not line.startswith(lead):
+            return None
+        text = line[len(lead) :]
+        cut = text.find(": ")
+        if cut <= 0 or text[0] == " ":
+            return None
+        rest = text[cut + 2 :].lstrip(" ")
+        if not rest:
+            return None  # a key with a block (or null) where the template has a scalar
+        try:
+            return _key(text[:cut]), _scalar_line(rest)
+        except _Unsure:
+            return None
+
+
+_NO_PLAN: Any = object()
+
+
+def _read_template(chunk: str, lines: list[str]) -> tuple[Any, _Template | None]:
+    """read_item's value for `chunk` (read without a memo) and, when it is a mapping, its template."""
+    reader = _Reader(chunk, _NoMemo())
+    reader.slots = []
+    value = _read(reader)
+    if type(value) is not dict:
+        return value, None
+    paths: dict[int, tuple[Any, ...]] = {}
+    shared: set[int] = set()
+
+    def walk(node: Any, path: tuple[Any, ...]) -> None:
+        if id(node) in paths:
+            shared.add(id(node))
+            return
+        paths[id(node)] = path
+        items = node.items() if type(node) is dict else enumerate(node)
+        for k, v in items:
+            if type(v) is dict or type(v) is list:
+                walk(v, (*path, k))
+
+    walk(value, ())
+    slots = {
+        line: (paths[id(mapping)], key, reader.lines[line][:column])
+        for line, mapping, key, column in reader.slots
+        if id(mapping) in paths and id(mapping) not in shared
+    }
+    return value, _Template(lines, value, slots)
+
+
 class ItemReader:
-    """Reads the items of one text (:meth:`read`), remembering the blocks they repeat."""
+    """Reads the items of one text (:meth:`read`): an item that differs from one read before only in one-line
+    scalars is made from that one (_Template); others are read line by line, remembering the blocks they
+    repeat."""
 
     def __init__(self) -> None:
         self._memo = _Memo()
+        self._templates: dict[int, list[_Template]] = {}
 
     def read(self, chunk: str) -> Any:
-        return read_item(chunk, self._memo)
+        lines = chunk.split("\n")
+        kept = self._templates.get(len(lines))
+        if kept:
+            for known in kept:
+                value = known.apply(lines)
+                if value is not None:
+                    return value
+        try:
+            value, template = _read_template(chunk, lines)
+        except Exception:  # noqa: BLE001 - a case the reader did not foresee: the full reader decides
+            return UNSURE
+        if template is not None:
+            if len(lines) not in self._templates and len(self._templates) >= _TEMPLATE_SHAPES:
+                self._templates.clear()  # items of ever new lengths: templates would only hold memory
+            kept = self._templates.setdefault(len(lines), [])
+            kept.insert(0, template)
+            del kept[_TEMPLATES:]
+        return value
 
 
 def read_item(chunk: str, memo: _Memo | None = None) -> Any:
     """The value of one item of a List's `items` — `chunk` is its text, from its `- ` in column 0 up to the next
     line in column 0 — or UNSURE when the chunk is not what kubectl prints."""
     try:
-        reader = _Reader(chunk, memo or _Memo())
+        return _read(_Reader(chunk, memo or _Memo()))
+    except Exception:  # noqa: BLE001 - a case the reader did not foresee: the full reader decides
+        return UNSURE
+
+
+def _read(reader: _Reader) -> Any:
+    try:
         if not reader.n or "" in reader.lines:
             return UNSURE
         items = reader.sequence(0, _FIRST_DEPTH - 1)
@@ -312,5 +498,23 @@ def read_item(chunk: str, memo: _Memo | None = None) -> Any:
         return items[0]
     except _Unsure:
         return UNSURE
-    except Exception:  # noqa: BLE001 - a case the reader did not foresee: the full reader decides
-        return UNSURE
+
+
+def _scalar_line(text: str) -> Any:
+    """What _Reader.scalar makes of `text` when no line after it continues it."""
+    first = text[0]
+    if first == "'":
+        end = _quoted_end(text, 1)
+        if end != len(text) - 1:
+            raise _Unsure  # not closed on its line, or more after the closing quote
+        return text[1:end].replace("''", "'")
+    if first == '"':
+        end = text.find('"', 1)
+        if end != len(text) - 1 or "\\" in text:
+            raise _Unsure
+        return text[1:end]
+    if text == "{}" or text == "[]":
+        return {} if first == "{" else []
+    if first in _NOT_PLAIN_START or " #" in text or ": " in text or text.endswith(":"):
+        raise _Unsure
+    return _plain(text.rstrip(" "))

@@ -60,6 +60,7 @@ from packing.nodepool import (
 from packing.ondemandshare import NODEPOOL_KIND, POD_KIND, OnDemandShare, note_object, workload_key
 from packing.overlay import NodeOverlay
 from packing.overlaydocs import read_overlay
+from packing.parallelread import read_in_two
 from packing.pods import (
     NAMESPACE_NAME_LABEL,
     SELECTS_NOTHING,
@@ -546,7 +547,9 @@ def _object_key(doc: Mapping[str, Any], kind: str) -> tuple[str, str, str]:
 
 
 # ---------------------------------------------------------------- texts and files
-def parse_documents(text: str, filename: str, out: Inputs, *, also: ObjectReader | None = None) -> None:
+def parse_documents(
+    text: str, filename: str, out: Inputs, *, also: ObjectReader | None = None, parallel: bool = False
+) -> None:
     """Every object of a text into `out`; InputError `file: document N (Kind name): field: message` at the
     first bad one.
 
@@ -555,8 +558,17 @@ def parse_documents(text: str, filename: str, out: Inputs, *, also: ObjectReader
 
     The text is read one object at a time (packing.streaming) when it can be; on any problem, or a text the
     streaming reader is not sure of, `out` is put back as it was and the text is read whole, which decides and
-    words every error exactly as it always has."""
+    words every error exactly as it always has. `parallel`: a large text may be read on two cores
+    (packing.parallelread), with the same result."""
     before = _snapshot(out)
+    if parallel and also is None:
+        try:
+            with gc_paused():
+                if read_in_two(text, filename, out, lambda objects, into: _read_objects(objects, into, None)):
+                    return
+        except (Declined, InputError):
+            pass
+        _restore(out, before)  # read again on one core, which words any error
     try:
         with gc_paused():  # the objects are trees: no cycles to find (gcpause.py)
             _read_objects(stream_objects(text, filename), out, also)
@@ -613,6 +625,7 @@ def load_files(
     budget: ByteBudget | None = None,
     *,
     also: ObjectReader | None = None,
+    parallel: bool = False,
 ) -> Inputs:
     """parse_documents over files ('-' is stdin), read within one ByteBudget (None: no limit)."""
     out = out or Inputs()
@@ -630,7 +643,7 @@ def load_files(
                 _restore(out, before)
         text = decode_text(data, path)
         del data  # not held while the text is read
-        parse_documents(text, path, out, also=also)
+        parse_documents(text, path, out, also=also, parallel=parallel)
     return out
 
 

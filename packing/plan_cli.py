@@ -49,7 +49,7 @@ def main(
         return 2
     try:
         budget = input_budget(args)
-        inp = load_files(args.files, budget=budget)
+        inp = load_files(args.files, budget=budget, parallel=True)
         cat_inp = load_files(args.catalog, budget=budget) if args.catalog else Inputs()
         expand_workloads(inp)  # MAX_EXPANDED_PODS is bad input too
         catalog = resolve_catalog(inp, cat_inp, args.region)

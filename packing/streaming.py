@@ -23,6 +23,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 import yaml
@@ -30,18 +31,30 @@ import yaml
 from packing import kubectlyaml, yamlinput
 from packing.documents import document_objects
 
-__all__ = ["Declined", "is_json_object", "json_bytes_objects", "stream_objects"]
+__all__ = [
+    "Declined",
+    "Layout",
+    "is_json_object",
+    "json_bytes_objects",
+    "stream_objects",
+    "stream_part",
+    "yaml_layout",
+]
 
 
 class Declined(Exception):
     """The streaming reader is not sure of this text: read it whole (packing.documents.kubernetes_objects)."""
 
 
+_LEADING_SPACE = re.compile(r"\s*")
+
+
 def stream_objects(text: str, filename: str) -> Iterator[tuple[str, str, Mapping[str, Any]]]:
     """(where, prefix, object) of every Kubernetes object of `text`, as kubernetes_objects gives them; Declined
     (possibly after some objects) when the text must be read whole, including when it has any problem."""
     try:
-        if text.lstrip().startswith(("{", "[")):
+        first = _LEADING_SPACE.match(text).end()  # type: ignore[union-attr]
+        if text.startswith(("{", "["), first):
             # one JSON reader, the bytes one: a text that does not encode (lone surrogates) is read whole
             yield from _json_bytes_objects(text.encode("utf-8"), filename)
         else:
@@ -137,8 +150,10 @@ def _json_bytes_objects(data: bytes, filename: str) -> Iterator[tuple[str, str, 
                     pos += 1
                 else:
                     while True:
+                        start = pos
                         value, pos = _decode_at(data, pos)
-                        yamlinput.check_json(value, 3)
+                        # decoded from UTF-8: a lone surrogate can only come from a \u escape
+                        yamlinput.check_json(value, 3, strings=data.find(b"\\u", start, pos) >= 0)
                         yield _item(where, count, value)
                         count += 1
                         pos = ws(data, pos).end()  # type: ignore[union-attr]
@@ -172,61 +187,187 @@ def _json_bytes_objects(data: bytes, filename: str) -> Iterator[tuple[str, str, 
 # but printable Unicode), directives, `...`, document markers with more on their line, and anchors (`&` where a
 # node may start). Checked with searches that scan in C: one regular expression with all of it was slow.
 _NOT_PRINTABLE = re.compile(r"[^\n\x20-\x7e\x85\xa0-\ud7ff\ue000-\ufefe\uff00-\ufffd\U00010000-\U0010ffff]")
+_CHECK_SPAN = 1 << 24  # characters of an ASCII text checked at a time: each span is copied as bytes once
 _ANCHOR = re.compile(r"(?:^|[\s\[{,:])&", re.M)
+_ANCHOR_FINDS = 10_000  # `&`s looked at one by one; a text with more is searched whole
 _COLUMN0 = re.compile(r"\n(?=[^ \n])")
 
 
-def _pieces(text: str) -> list[str]:
-    """The documents' texts, split at `---` lines; Declined for what the splitting cannot vouch for."""
-    if _NOT_PRINTABLE.search(text) or "\n%" in text or "\n..." in text or text.startswith(("%", "...")):
+def _printable(text: str) -> bool:
+    """Whether every character of `text` is one libyaml reads (printable Unicode, or a newline)."""
+    if not text.isascii():
+        return not _NOT_PRINTABLE.search(text)
+    # an ASCII text: its control characters (below a space, or DEL) counted by numpy in a span at a time are
+    # its newlines, much faster than the search
+    import numpy as np
+
+    for i in range(0, len(text), _CHECK_SPAN):
+        span = text[i : i + _CHECK_SPAN]
+        codes = np.frombuffer(span.encode("ascii"), dtype=np.uint8)
+        if np.count_nonzero(codes < 0x20) != span.count("\n") or np.count_nonzero(codes == 0x7F):
+            return False
+    return True
+
+
+def _has_anchor(text: str) -> bool:
+    """Whether an `&` of `text` is where a node may start (an anchor)."""
+    pos = text.find("&")
+    for _ in range(_ANCHOR_FINDS):
+        if pos < 0:
+            return False
+        if _ANCHOR.match(text, max(pos - 1, 0)):
+            return True
+        pos = text.find("&", pos + 1)
+    return pos >= 0 and bool(_ANCHOR.search(text))
+
+
+def _pieces(text: str) -> tuple[list[tuple[int, int]], list[int]]:
+    """The documents' spans of `text`, split at `---` lines, and where each line that starts in column 0
+    starts (after the first line); Declined for what the splitting cannot vouch for: tabs, carriage returns,
+    a byte-order mark, characters libyaml refuses (all but printable Unicode), directives (`%` lines), `...`
+    lines, document markers with more on their line, and anchors (`&` where a node may start)."""
+    if not _printable(text):
         raise Declined("a text the splitting cannot vouch for")
-    if "&" in text and _ANCHOR.search(text):
+    if "&" in text and _has_anchor(text):
         raise Declined("anchors")
-    pieces: list[str] = []
+    lines = [m.start() + 1 for m in _COLUMN0.finditer(text)]
+    pieces: list[tuple[int, int]] = []
     start = 0
-    pos = 0 if text.startswith("---") else text.find("\n---")
-    while pos >= 0:
-        marker = pos if pos == 0 and text.startswith("---") else pos + 1
-        after = marker + 3
-        if after < len(text) and text[after] != "\n":
-            raise Declined("a document marker with more on its line")
-        pieces.append(text[start:marker])
-        start = after + 1
-        pos = text.find("\n---", after)
-    pieces.append(text[start:])
-    return pieces
+    for pos in (0, *lines) if text[:1] not in ("", " ", "\n") else lines:
+        first = text[pos]
+        if first == "%" or first == "." and text.startswith("...", pos):
+            raise Declined("a text the splitting cannot vouch for")
+        if first == "-" and text.startswith("---", pos):
+            after = pos + 3
+            if after < len(text) and text[after] != "\n":
+                raise Declined("a document marker with more on its line")
+            pieces.append((start, pos))
+            start = after + 1
+    pieces.append((start, len(text)))
+    return pieces, lines
 
 
-def _yaml_objects(text: str, filename: str) -> Iterator[tuple[str, str, Mapping[str, Any]]]:
-    pieces = _pieces(text)
-    reader = kubectlyaml.ItemReader()
-    if not pieces[0].strip(" \n"):
+@dataclass(frozen=True)
+class Layout:
+    """Where a YAML text's documents are (spans) and its lines that start in column 0 (their starts, but the
+    text's own first line), found once (_pieces); `split` is where stream_part divides the objects."""
+
+    pieces: list[tuple[int, int]]
+    lines: list[int]
+    split: tuple[int, int] = (0, 0)  # (document number, item index in that document's List)
+
+
+def yaml_layout(text: str, parts: int = 2) -> Layout | None:
+    """The text's Layout, split in the middle of its largest kubectl List (None when it has none with at least
+    `parts` items); Declined when the text is not one the splitting can vouch for."""
+    pieces, lines = _pieces(text)
+    best: tuple[int, int] | None = None
+    for index, (a, b), inner in _documents(text, pieces, lines):
+        if _kubectl_list(text, a, b):
+            items = sum(1 for pos in inner if text.startswith(("- ", "-\n"), pos))
+            if items >= parts and (best is None or items > best[1]):
+                best = (index, items)
+    if best is None:
+        return None
+    return Layout(pieces, lines, (best[0], best[1] // parts))
+
+
+def stream_part(
+    text: str, filename: str, layout: Layout, *, first: bool
+) -> Iterator[tuple[str, str, Mapping[str, Any]]]:
+    """stream_objects for a YAML text, but only its objects before layout.split (`first`) or from it on: the two
+    parts together are stream_objects' objects; each part checks what it reads and the pieces of the text's
+    structure (a List's other keys), so a text both parts read without Declined is one stream_objects reads."""
+    try:
+        yield from _yaml_objects(text, filename, layout, first)
+    except (ValueError, RecursionError, yaml.YAMLError) as e:
+        raise Declined(str(e)[:80]) from None
+
+
+def _documents(
+    text: str, pieces: list[tuple[int, int]], lines: list[int]
+) -> Iterator[tuple[int, tuple[int, int], list[int]]]:
+    """(number, span, its column-0 lines after its first) of each document that is not empty."""
+    if _blank(text, *pieces[0]):
         pieces = pieces[1:]  # nothing before the first `---`: no document there
-    for index, piece in enumerate(pieces, 1):
-        if not piece.strip(" \n"):
-            continue  # an empty document (None): counted, not read
-        yield from _yaml_document(piece, f"{filename}: document {index}", reader)
+    at = 0
+    for index, (a, b) in enumerate(pieces, 1):
+        while at < len(lines) and lines[at] <= a:
+            at += 1
+        end = at  # lines[at:end] start inside the piece, after its first line
+        while end < len(lines) and lines[end] < b:
+            end += 1
+        if not _blank(text, a, b):  # an empty document (None) is counted, not read
+            yield index, (a, b), lines[at:end]
+        at = end
+
+
+def _yaml_objects(
+    text: str, filename: str, layout: Layout | None = None, first: bool = True
+) -> Iterator[tuple[str, str, Mapping[str, Any]]]:
+    if layout is None:
+        pieces, lines = _pieces(text)
+        split = None
+    else:
+        pieces, lines, split = layout.pieces, layout.lines, layout.split
+    reader = kubectlyaml.ItemReader()
+    for index, (a, b), inner in _documents(text, pieces, lines):
+        take = None
+        if split is not None:
+            if index != split[0]:
+                if (index < split[0]) != first:
+                    continue  # the other part's document
+            else:
+                take = range(split[1]) if first else range(split[1], 1 << 62)
+        yield from _yaml_document(text, a, b, inner, f"{filename}: document {index}", reader, take)
+
+
+def _kubectl_list(text: str, a: int, b: int) -> bool:
+    """Whether the document text[a:b] may be a List as kubectl prints one (its items read one by one)."""
+    head = text[a : min(a + 2, b)]
+    is_list = text.startswith("items:\n- ", a, b) or text.find("\nitems:\n- ", a, b) >= 0
+    return is_list and head[:1] != " " and head not in ("- ", "-\n")
+
+
+_BLANKS = re.compile(r"[ \n]*")
+
+
+def _blank(text: str, a: int, b: int) -> bool:
+    """Whether text[a:b] holds nothing but spaces and newlines."""
+    return _BLANKS.match(text, a, b).end() == b  # type: ignore[union-attr]
 
 
 def _yaml_document(
-    piece: str, where: str, reader: kubectlyaml.ItemReader
+    text: str,
+    a: int,
+    b: int,
+    lines: list[int],
+    where: str,
+    reader: kubectlyaml.ItemReader,
+    take: range | None = None,
 ) -> Iterator[tuple[str, str, Mapping[str, Any]]]:
-    if piece[0] == " " or piece.startswith(("- ", "-\n")) or "\nitems:\n- " not in "\n" + piece:
-        whole = yamlinput.load_one(piece)  # not a List as kubectl prints one: read it whole
+    """The objects of the document text[a:b]; `lines` are where its lines that start in column 0 start (but
+    the first). With `take`, only the List items of those indexes are read and yielded (and the document's
+    other keys checked); a document that is not a List is then yielded only when `take` starts at 0."""
+    if not _kubectl_list(text, a, b):
+        if take is not None and take.start:
+            return
+        whole = yamlinput.load_one(text[a:b])  # not a List as kubectl prints one: read it whole
         for prefix, item in document_objects(whole, where):
             yield where, prefix, item
         return
-    starts = [0, *(m.start() + 1 for m in _COLUMN0.finditer(piece)), len(piece)]
+    starts = [a, *lines, b]
     doc: dict[str, Any] = {}
     count = -1  # -1: before `items:`; then the items read
-    for a, b in zip(starts, starts[1:], strict=False):
-        chunk = piece[a:b]
-        if chunk.startswith(("- ", "-\n")):
+    for i in range(len(starts) - 1):
+        if text.startswith(("- ", "-\n"), starts[i]):
             if count < 0:
                 raise Declined("a sequence item outside items")
-            yield _item(where, count, _read_item(chunk, reader))
+            if take is None or count in take:
+                yield _item(where, count, _read_item(text[starts[i] : starts[i + 1]], reader))
             count += 1
             continue
+        chunk = text[starts[i] : starts[i + 1]]
         if count >= 0:
             count = -2  # the items are over: another key follows
         if chunk == "items:\n" and "items" not in doc:

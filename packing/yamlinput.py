@@ -354,9 +354,13 @@ def load_json(text: str) -> Any:
     return data
 
 
-def check_json(data: Any, depth: int = 1) -> None:
+def check_json(data: Any, depth: int = 1, *, strings: bool = True) -> None:
     """NotJson unless a value json decoded (at `depth` in its document, the root being 1) is what the YAML
-    reader would make of the same text: nested at most MAX_DEPTH levels, no lone surrogates."""
+    reader would make of the same text: nested at most MAX_DEPTH levels, no lone surrogates. `strings=False`:
+    the value cannot hold a lone surrogate (decoded from UTF-8 with no `\\u` escape), only its depth is checked."""
+    if not strings:
+        _check_depth(data, depth)
+        return
     stack: list[tuple[Any, int]] = [(data, depth)]
     while stack:
         value, depth = stack.pop()
@@ -371,6 +375,27 @@ def check_json(data: Any, depth: int = 1) -> None:
             stack.extend((v, depth + 1) for v in value if isinstance(v, dict | list | str))
         elif isinstance(value, str) and not value.isascii():
             _encodable(value)
+
+
+def _check_depth(data: Any, depth: int) -> None:
+    """check_json's depth rule (a container or string deeper than MAX_DEPTH is NotJson), a level at a time."""
+    if depth > MAX_DEPTH:
+        raise NotJson("too deep")
+    level = [data] if type(data) is dict or type(data) is list else []
+    while level:
+        if depth > MAX_DEPTH:
+            raise NotJson("too deep")
+        deeper = depth + 1 > MAX_DEPTH
+        nxt = []
+        for value in level:
+            for v in value.values() if type(value) is dict else value:
+                t = type(v)
+                if t is dict or t is list:
+                    nxt.append(v)
+                elif deeper and t is str:
+                    raise NotJson("too deep")
+        depth += 1
+        level = nxt
 
 
 def _encodable(text: str) -> None:

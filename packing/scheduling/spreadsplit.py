@@ -8,8 +8,10 @@ them), the final counts are all that the constraint restricts, and any deal that
 count within one keeps every maxSkew. On zones the deal follows the zone-spread LP (packing.spreadbound):
 groups over one set of zones whose pods share tolerations and node affinity are dealt together so that each
 zone gets the pods its own offerings host most cheaply (a zone without the cheap types gets small pods),
-each group still within one pod of the same count in every zone. Otherwise (or when the LP cannot be
-solved) the pods are dealt evenly, largest first, forth and back over the sorted domains. Each pod then
+each group still within one pod of the same count in every zone. The LP's deal is its relaxation's rounded
+to pods, so both deals are packed per zone (the cost packer at each zone's offerings) and the LP's is kept
+only when it costs no more than the even one. Otherwise (or when the LP cannot be solved) the pods are dealt
+evenly, largest first, forth and back over the sorted domains. Each pod then
 carries its domain as a node requirement and goes to the cost packer (packing.scheduling.bulk) with the
 other simple pods, one packing per domain.
 
@@ -24,10 +26,12 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 import numpy as np
+import numpy.typing as npt
 
 from packing.nodepool import HOSTNAME_LABEL, ZONE_LABEL
 from packing.requirements import Requirement, Requirements
 from packing.scheduling.bulk import launch_options, pool_candidates
+from packing.scheduling.packer import pack
 from packing.scheduling.preferences import PodContext
 from packing.scheduling.topology import SPREAD, TopologyGroup
 from packing.scheduling.vectors import fits_any
@@ -154,6 +158,7 @@ def _lp_guides(
             continue
         probe_src = members[gis[0]][0]
         options: ZoneOption = {}
+        packs: dict[str, tuple[npt.NDArray[np.int64], list[float]]] = {}  # per zone: what bulk packing launches
         for d in doms:
             probe = PodContext(probe_src.pod, sv.keys)
             probe.terms, probe.tolerate_prefer = _pin_terms(probe_src.terms, ZONE_LABEL, d, memo), probe_src.tolerate_prefer
@@ -161,6 +166,7 @@ def _lp_guides(
                 opts, allocs = launch_options(sv, tpl, reqs)
                 for (o, off), alloc in zip(opts, allocs.astype(np.float64), strict=True):
                     options[(o.it.name, d, frozenset({0}))] = (float(off.price or 0.0), alloc)
+                packs[d] = (allocs, [off.price or 0.0 for _, off in opts])
                 break  # the heaviest pool that admits the pods is where bulk packing sends them
         reqm = np.array([c.vec for c in ctxs_all], dtype=np.float64).reshape(len(ctxs_all), len(sv.keys))
         need = 0
@@ -176,6 +182,7 @@ def _lp_guides(
         quota = quota.copy()
         zone_total = quota.sum(axis=0)
         pos = 0
+        guided: dict[int, list[str]] = {}
         for gi in gis:
             ctxs = members[gi]
             base, extra = divmod(len(ctxs), len(zones))
@@ -196,8 +203,49 @@ def _lp_guides(
                 left[z] -= 1
                 picked.append(zones[z])
             pos += len(ctxs)
-            out[id(groups[gi])] = picked
+            guided[id(groups[gi])] = picked
+        # the LP's deal is its relaxation's, rounded: packed, it can cost more than the even deal; keep the cheaper
+        even = {id(groups[gi]): _even_deal(len(members[gi]), doms) for gi in gis}
+        pods = [members[gi] for gi in gis]
+        keys = [id(groups[gi]) for gi in gis]
+        if _deal_cost(sv, pods, [guided[k] for k in keys], packs) <= _deal_cost(
+            sv, pods, [even[k] for k in keys], packs
+        ):
+            out.update(guided)
     return out
+
+
+def _even_deal(n: int, doms: Sequence[str]) -> list[str]:
+    """The domain of each of a group's `n` pods (largest first) in the even deal: a snake over the domains."""
+    out = []
+    for i in range(n):
+        rnd, pos = divmod(i, len(doms))
+        out.append(doms[pos] if rnd % 2 == 0 else doms[-1 - pos])
+    return out
+
+
+def _deal_cost(
+    sv: Solve,
+    members: Sequence[Sequence[PodContext]],
+    deals: Sequence[Sequence[str]],
+    packs: dict[str, tuple[npt.NDArray[np.int64], list[float]]],
+) -> float:
+    """What the cost packer launches, per zone at that zone's options, for the pods of the groups dealt so
+    (infinite when a pod fits no option of its zone)."""
+    by_zone: dict[str, list[PodContext]] = {}
+    for ctxs, deal in zip(members, deals, strict=True):
+        for ctx, zone in zip(ctxs, deal, strict=True):
+            by_zone.setdefault(zone, []).append(ctx)
+    total = 0.0
+    for zone, ctxs in by_zone.items():
+        allocs, prices = packs.get(zone, (None, []))
+        if allocs is None or not prices:
+            return math.inf
+        podm = np.array([c.vec for c in ctxs], dtype=np.int64).reshape(len(ctxs), len(sv.keys))
+        if not fits_any(podm, allocs).all():
+            return math.inf
+        total += sum(prices[b.option] for b in pack(podm, allocs, prices))
+    return total
 
 
 def _all_fit(

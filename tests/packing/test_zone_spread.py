@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -159,3 +160,31 @@ def test_a_zone_only_types_too_small_for_the_daemonsets_offer_is_no_domain() -> 
     assert not res.unschedulable
     assert {c.zone for c in res.nodeclaims} == {"us-east-1b"}
     assert check_plan(sched, pods, res) == []
+def test_the_lp_deal_is_kept_only_when_it_packs_cheaper_than_the_even_deal(monkeypatch: pytest.MonkeyPatch) -> None:
+    # the zone LP's deal is its relaxation's, rounded to pods: on this catalog (each zone its own prices, some
+    # types in one zone only) it packed to $20.20/h where the even deal packs to $18.74/h; both are packed and
+    # the cheaper kept
+    from packing.scheduling import spreadsplit
+
+    prices = [
+        ("c-2x", 2, 4, (0.0328, 0.0239)), ("c-4x", 4, 8, (0.0608, 0.0733)), ("c-8x", 8, 16, (0.1199, 0.1346)),
+        ("c-16x", 16, 32, (None, 0.2877)), ("m-2x", 2, 8, (0.0448, 0.0374)), ("m-4x", 4, 16, (0.0756, None)),
+        ("m-16x", 16, 64, (0.3912, 0.3181)), ("r-2x", 2, 16, (0.0523, 0.072)), ("r-8x", 8, 64, (None, 0.214)),
+        ("r-16x", 16, 128, (0.4326, 0.4062)),
+    ]  # fmt: skip
+    cat = [
+        _zone_priced(name, cpu, mem, {z: p for z, p in zip(ZONES[:2], zone_prices, strict=True) if p is not None})
+        for name, cpu, mem, zone_prices in prices
+    ]
+    shapes = [("1", "4Gi"), ("1500m", "1Gi"), ("500m", "2Gi")]
+    pods = [
+        pod(f"a{app}-{i}", *shapes[i % 3], labels={"app": f"a{app}"}, spread=(spread(ZONE, 1, app=f"a{app}"),))
+        for app in range(2)
+        for i in range(501)
+    ]
+    s = Scheduler([NodePool("default")], cat)
+    r = s.solve(pods)
+    assert check_plan(s, pods, r) == [] and not r.unschedulable
+    monkeypatch.setattr(spreadsplit, "LP_GUIDE_MIN_PODS", 10**9)  # the even deal only
+    even = Scheduler([NodePool("default")], cat).solve(pods)
+    assert r.cost_per_hour <= even.cost_per_hour + 1e-9
