@@ -117,12 +117,15 @@ def _launched_since_sync(rows: Sequence[CapacityReservationStatus]) -> dict[str,
 
 def reserved_offerings(types: Sequence[InstanceType], rows: Iterable[CapacityReservationStatus], *, now: datetime,
                        launched: Mapping[str, int] | None = None) -> list[InstanceType]:
-    """The catalog with one `reserved` offering per reservation (once, whichever NodeClasses select it) on its
-    instance type, in its zone. A reservation of a type the catalog does not have adds nothing."""
+    """The catalog with one `reserved` offering per reservation (once, carrying the NodeClasses that select it, so
+    that only their NodePools launch into it) on its instance type, in its zone. A reservation of a type the catalog
+    does not have adds nothing."""
     launched = launched or {}
     by_id: dict[str, CapacityReservationStatus] = {}
+    classes: dict[str, set[str]] = {}  # reservation id -> the NodeClasses selecting it: only their pools use it
     for row in rows:
         by_id.setdefault(row.reservation_id, row)
+        classes.setdefault(row.reservation_id, set()).add(row.nodeclass_name)
     if not by_id:
         return list(types)
     added: dict[str, list[Offering]] = {}
@@ -137,7 +140,7 @@ def reserved_offerings(types: Sequence[InstanceType], rows: Iterable[CapacityRes
             and started, price_source=f"reservation {rid}",
             reservation=Reservation(id=rid, available=free, capacity=row.total, ends=row.ends,
                                     type=ReservationType(row.type), interruptible=row.interruptible,
-                                    owner_id=row.owner_id)))
+                                    owner_id=row.owner_id, node_classes=frozenset(classes[rid]))))
     out = []
     for itype in types:
         extra = added.get(itype.name)

@@ -32,7 +32,7 @@ from console.fleet.models import Decision, EC2NodeClass, NodeClaim, NodePool
 from console.simulation.models import SimInstance
 from console.simulation.reservations import DEMO_RESERVATIONS, SimReservation
 from packing.instancetype import Reservation, ReservationType
-from tests.engine_builders import instance_type
+from tests.engine_builders import instance_type, pod
 from tests.simulation.conftest import advance, loop_world
 from tests.users import make_user
 
@@ -115,11 +115,26 @@ def test_reserved_offerings_are_karpenters() -> None:
     assert (a.zone, a.capacity_type, a.available, a.price_source) == ("us-east-1a", "reserved", True, "reservation cr-a")
     assert a.price == pytest.approx(0.192 / 10_000_000)
     assert a.reservation == Reservation(id="cr-a", available=2, capacity=3, type=ReservationType.DEFAULT,
-                                        owner_id="111122223333")
+                                        owner_id="111122223333", node_classes=frozenset({"default", "other"}))
     assert not reserved["cr-full"].available and reserved["cr-full"].reservation.available == 0   # type: ignore[union-attr]
     assert not reserved["cr-blk"].available            # inside the 40 minutes before its end
     assert reserved["cr-blk"].reservation.type is ReservationType.CAPACITY_BLOCK    # type: ignore[union-attr]
     assert not reserved["cr-later"].available          # not started yet
+
+
+def test_only_the_pools_of_the_selecting_nodeclass_are_offered_a_reservation() -> None:
+    # Karpenter resolves capacityReservationSelectorTerms per EC2NodeClass: a pool of another class never sees it
+    from packing.api import NodePool as EnginePool
+    from packing.api import Requirement, Requirements, Scheduler
+    now = datetime(2026, 1, 5, 12, tzinfo=UTC)
+    m5 = instance_type("m5.xlarge", 4, 16, 0.192, zones=["us-east-1a"])
+    catalog = reserved_offerings([m5], [_row("cr-a")], now=now)
+    reserved = Requirements([Requirement.new("karpenter.sh/capacity-type", "In", ["reserved", "on-demand"])])
+    pods = [pod("p", "1", "1Gi")]
+    for node_class, on_it in (("default", True), ("gpu", False)):
+        pools = [EnginePool("p", reserved, node_class=node_class)]
+        (claim,) = Scheduler(pools, catalog, []).solve(pods).nodeclaims
+        assert (claim.reservation_id == "cr-a") is on_it, node_class
 
 
 def test_loops_catalog_carries_the_synced_reservations(world: Any) -> None:
