@@ -162,7 +162,7 @@ class NodeClaimQuerySet(models.QuerySet["NodeClaim"]):
 class NodeClaim(models.Model):
     """One node Loadmaster launched (or is launching), from request to termination."""
 
-    CAPACITY_TYPES = [("spot", "spot"), ("on-demand", "on-demand")]
+    CAPACITY_TYPES = [("spot", "spot"), ("on-demand", "on-demand"), ("reserved", "reserved")]
     # Lifecycle states, in order; a claim is in the latest state whose condition is set.
     STATES = ("pending", "launched", "registered", "initialized", "disrupting", "terminated")
 

@@ -189,6 +189,23 @@ def test_a_reservation_the_nodeclass_does_not_select_is_never_launched_into(worl
     assert not SimInstance.objects.exists()
 
 
+def test_metrics_count_reserved_nodes_on_their_own(world: Any) -> None:
+    from console.control.metrics import metrics_record
+    from console.telemetry.models import MetricSample
+    clock, config, cluster, cloud = world
+    reservations_sync(cloud=cloud, now=clock())
+    catalog = launch.engine_catalog(nodeclasses=list(EC2NodeClass.objects.all()), pools=list(NodePool.objects.all()),
+                                    now=clock())
+    claim = _claim("m5.xlarge", "us-east-1a", clock())
+    assert launch.nodeclaim_launch(claim=claim, cloud=cloud, catalog=catalog, now=clock()) == "launched"
+    for _ in range(6):
+        advance(clock, config, 10)
+        lifecycle_run(cluster=cluster, cloud=cloud, now=clock())
+    metrics_record(cluster=cluster, now=clock())
+    total = MetricSample.objects.get(nodepool="")
+    assert (total.nodes, total.reserved_nodes, total.spot_nodes) == (1, 1, 0)
+
+
 def test_a_full_reservation_refuses_the_simulated_launch(world: Any) -> None:
     clock, _, _, _ = world
     from console.simulation.cloud import SimulatedCloud
