@@ -37,7 +37,8 @@ LABEL_RESERVATION_TYPE = "karpenter.k8s.aws/capacity-reservation-type"
 LABEL_RESERVATION_INTERRUPTIBLE = "karpenter.k8s.aws/capacity-reservation-interruptible"
 # Karpenter's divisor of the on-demand price for a reserved offering's price.
 RESERVED_PRICE_DIVISOR = 10_000_000.0
-CAPACITY_BLOCK_ENDING = "capacity-block-ending"
+# the ledger reason of a node removed ahead of its Capacity Block's end: the engine's (packing.disruption.capacityblock)
+CAPACITY_BLOCK_ENDING = "capacity-block-expiring"
 
 
 def reservation_labels(*, reservation_id: str, reservation_type: str, interruptible: bool) -> dict[str, str]:
@@ -185,7 +186,7 @@ def capacity_blocks_run(*, now: datetime | None = None) -> list[str]:
         if block is None or block.ends is None:
             continue
         ends = block.ends.astimezone(now.tzinfo)
-        reason = f"capacity block {rid} ends at {ends:%Y-%m-%d %H:%M} UTC"
+        reason = f"{CAPACITY_BLOCK_ENDING}: capacity block {rid} ends at {ends:%Y-%m-%d %H:%M} UTC"
         if not nodeclaims_mark_for_deletion(claims=NodeClaim.objects.filter(pk=claim.pk), reason=reason, now=now):
             continue
         NodeClaim.objects.filter(pk=claim.pk, disrupting_at__isnull=True).update(disrupting_at=now)

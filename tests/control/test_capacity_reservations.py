@@ -17,8 +17,9 @@ from hypothesis import strategies as st
 from console.access import VIEWER
 from console.backends.base import CapacityReservation
 from console.control import launch
+from console.control.disruption import disrupt_run
 from console.control.lifecycle import lifecycle_run
-from console.control.models import CapacityReservationStatus
+from console.control.models import CapacityReservationStatus, DisruptionAction
 from console.control.reservations import (
     CAPACITY_BLOCK_ENDING,
     LABEL_RESERVATION_ID,
@@ -256,6 +257,10 @@ def test_capacity_block_nodes_are_drained_and_terminated_40_minutes_before_the_e
     assert capacity_blocks_run(now=clock()) == []
     clock.now = ends - timedelta(minutes=40)
     reservations_sync(cloud=cloud, now=clock())
+    # the capacity-block loop owns the block's nodes (Karpenter's expiration controller): the disrupt loop, run
+    # first, starts no removal of its own
+    disrupt_run(cluster=cluster, cloud=cloud, now=clock())
+    assert not DisruptionAction.objects.filter(reason=CAPACITY_BLOCK_ENDING).exists()
     assert capacity_blocks_run(now=clock()) == [on_block.name]
     assert capacity_blocks_run(now=clock()) == []             # once
     decision = Decision.objects.get(kind=Decision.DISRUPTION, nodes=[on_block.name])
@@ -266,8 +271,13 @@ def test_capacity_block_nodes_are_drained_and_terminated_40_minutes_before_the_e
         lifecycle_run(cluster=cluster, cloud=cloud, now=clock())
     on_block.refresh_from_db()
     on_odcr.refresh_from_db()
-    assert on_block.terminated_at is not None and on_block.deletion_reason.startswith(f"capacity block {BLOCK.id}")
+    assert on_block.terminated_at is not None and on_block.deletion_reason.startswith(
+        f"capacity-block-expiring: capacity block {BLOCK.id}")
     assert on_odcr.terminated_at is None and on_odcr.deletion_requested_at is None
+    # the metrics name the reason: one voluntary decision, one disrupted NodeClaim
+    from console.dashboards.ledger_metrics import _decisions, _disrupted
+    assert sum(n for k, n in _decisions().items() if ("reason", CAPACITY_BLOCK_ENDING) in k) == 1
+    assert sum(n for k, n in _disrupted().items() if ("reason", CAPACITY_BLOCK_ENDING) in k) == 1
     # a block that is ending offers nothing to launch into
     catalog = launch.engine_catalog(nodeclasses=list(EC2NodeClass.objects.all()), pools=list(NodePool.objects.all()),
                                     now=clock())
