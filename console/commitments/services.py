@@ -35,7 +35,7 @@ def _record(commitment: Commitment, *, action: str, before: Mapping[str, Any] | 
 
 def _apply(commitment: Commitment, values: Mapping[str, Any], *, user: Any = None, source: str = "form") -> Commitment:
     saved = None if commitment.pk is None else Commitment.objects.get(pk=commitment.pk)
-    before = None if saved is None else saved.manifest()
+    before: dict[str, Any] | None = None if saved is None else saved.manifest()
     for key, value in _given(values).items():
         setattr(commitment, key, value)
     commitment.full_clean()

@@ -10,7 +10,11 @@ class FleetConfig(AppConfig):
     def ready(self) -> None:
         from console.buffers.signals import buffer_changed
         from console.commitments.signals import commitment_changed
-        from console.fleet.services import buffer_change_record, commitment_change_record, overlay_change_record
+        from console.fleet.services import (
+            buffer_change_record,
+            commitment_change_record,
+            overlay_change_record,
+        )
         from console.overlays.signals import overlay_changed
 
         # the buffers', overlays' and commitments' writes go to the change history here (those apps do not import

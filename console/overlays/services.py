@@ -38,7 +38,7 @@ def _record(overlay: NodeOverlay, *, action: str, before: Mapping[str, Any] | No
 
 def _apply(overlay: NodeOverlay, values: Mapping[str, Any], *, user: Any = None, source: str = "form") -> NodeOverlay:
     saved = None if overlay.pk is None else NodeOverlay.objects.get(pk=overlay.pk)
-    before = None if saved is None else saved.manifest()
+    before: dict[str, Any] | None = None if saved is None else saved.manifest()
     for key in manifests.FIELDS:
         if key in values:
             setattr(overlay, key, _EMPTY[key] if values[key] is None else values[key])
