@@ -48,6 +48,13 @@ class Reservation:
     type: ReservationType = ReservationType.DEFAULT
     interruptible: bool = False
     owner_id: str = ""
+    # the EC2NodeClasses whose capacityReservationSelectorTerms select it: only NodePools of one of them launch
+    # into it (Karpenter resolves reservations per NodeClass); empty = any pool (a plan file names no NodeClass)
+    node_classes: frozenset[str] = frozenset()
+
+    def serves(self, node_class: str) -> bool:
+        """Whether a NodePool of this NodeClass may launch into the reservation."""
+        return not self.node_classes or node_class in self.node_classes
 
 
 @dataclass(frozen=True)

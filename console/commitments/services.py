@@ -11,7 +11,7 @@ from typing import Any
 from django.core.exceptions import ValidationError
 from django.db import transaction
 
-from console.commitments import manifests
+from console.commitments import manifests, signals
 from console.commitments.models import Commitment
 
 # what an absent value is stored as
@@ -25,27 +25,45 @@ def _given(values: Mapping[str, Any]) -> dict[str, Any]:
     return {k: _EMPTY[k] if values.get(k) is None else values[k] for k in manifests.FIELDS if k in values}
 
 
-def _apply(commitment: Commitment, values: Mapping[str, Any]) -> Commitment:
+def _record(commitment: Commitment, *, action: str, before: Mapping[str, Any] | None, user: Any,
+            source: str) -> None:
+    """Tell the change history (console.fleet listens to signals.commitment_changed) who changed what, from where."""
+    after = None if action == "deleted" else commitment.manifest()
+    signals.commitment_changed.send(sender=Commitment, key=commitment.name, action=action, before=before, after=after,
+                                    user=user, source=source)
+
+
+def _apply(commitment: Commitment, values: Mapping[str, Any], *, user: Any = None, source: str = "form") -> Commitment:
+    saved = None if commitment.pk is None else Commitment.objects.get(pk=commitment.pk)
+    before: dict[str, Any] | None = None if saved is None else saved.manifest()
     for key, value in _given(values).items():
         setattr(commitment, key, value)
     commitment.full_clean()
+    creating = saved is None
+    if saved is not None and saved.name != commitment.name:
+        # a rename is the old commitment gone and a new one made, each in the history of its own name
+        _record(saved, action="deleted", before=before, user=user, source=source)
+        creating, before = True, None
     commitment.save()
+    _record(commitment, action="created" if creating else "updated", before=before, user=user, source=source)
     return commitment
 
 
-def commitment_create(*, values: Mapping[str, Any], user: Any = None) -> Commitment:
+def commitment_create(*, values: Mapping[str, Any], user: Any = None, source: str = "form") -> Commitment:
     """A new Commitment; ValidationError at the field (nothing saved) when the document's rules refuse it."""
     with transaction.atomic():
-        return _apply(Commitment(), values)
+        return _apply(Commitment(), values, user=user, source=source)
 
 
-def commitment_update(*, commitment: Commitment, values: Mapping[str, Any], user: Any = None) -> Commitment:
+def commitment_update(*, commitment: Commitment, values: Mapping[str, Any], user: Any = None,
+                      source: str = "form") -> Commitment:
     with transaction.atomic():
-        return _apply(commitment, values)
+        return _apply(commitment, values, user=user, source=source)
 
 
-def commitment_delete(*, commitment: Commitment, user: Any = None) -> None:
+def commitment_delete(*, commitment: Commitment, user: Any = None, source: str = "form") -> None:
     with transaction.atomic():
+        _record(commitment, action="deleted", before=commitment.manifest(), user=user, source=source)
         commitment.delete()
 
 
@@ -79,7 +97,7 @@ def commitment_upsert(*, source: str, external_id: str, values: Mapping[str, Any
         fields = {k: v for k, v in values.items() if k not in ("source", "external_id")}
         if "rates" in fields and fields["rates"] is not None:
             fields["rates"] = {str(k): str(v) for k, v in dict(fields["rates"]).items()}
-        return _apply(row, fields), created
+        return _apply(row, fields, source="system"), created
 
 
 def commitment_prune(*, source: str, keep: Collection[str]) -> int:
@@ -88,9 +106,11 @@ def commitment_prune(*, source: str, keep: Collection[str]) -> int:
     if source == manifests.CONSOLE_SOURCE:
         return 0
     with transaction.atomic():
-        gone = Commitment.objects.filter(source=source).exclude(external_id__in=list(keep))
-        count = gone.count()
-        gone.delete()
+        gone = list(Commitment.objects.filter(source=source).exclude(external_id__in=list(keep)))
+        for row in gone:
+            _record(row, action="deleted", before=row.manifest(), user=None, source="system")
+        count = len(gone)
+        Commitment.objects.filter(pk__in=[row.pk for row in gone]).delete()
     return count
 
 
@@ -121,7 +141,7 @@ def commitment_import_check(*, values: Mapping[str, Any]) -> tuple[str, list[tup
 def commitment_import_apply(*, values: Mapping[str, Any], user: Any = None) -> None:
     """Create or update the Commitment an import names (inside the import's transaction)."""
     existing = Commitment.objects.select_for_update().filter(name=values.get("name")).first()
-    _apply(existing or Commitment(), {k: values.get(k) for k in manifests.FIELDS})
+    _apply(existing or Commitment(), {k: values.get(k) for k in manifests.FIELDS}, user=user, source="import")
 
 
 def commitments_export(commitments: Sequence[Commitment]) -> list[dict[str, Any]]:

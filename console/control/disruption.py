@@ -77,6 +77,9 @@ def _engine_cluster(*, cluster: ClusterBackend, now: datetime, problems: dict[st
     engine_cluster = api.build_cluster(inputs, extras, catalog)
     engine_cluster.commitments = adapters.commitments()  # a covered node saves only its uncovered share
     engine_cluster.min_values_policy = api.MinValuesPolicy(settings.LOADMASTER_MIN_VALUES_POLICY)
+    # the capacity-block loop (console.control.reservations.capacity_blocks_run) owns the nodes of an ending
+    # Capacity Block, as Karpenter's expiration controller: the disrupt loop must not start a second removal
+    engine_cluster.capacity_block_expiry = False
     return engine_cluster
 
 

@@ -144,6 +144,7 @@ def metrics_record(*, cluster: ClusterBackend, now: datetime | None = None) -> l
             row = rows[key]
             row["nodes"] += 1
             row["spot_nodes"] += node.capacity_type == "spot"
+            row["reserved_nodes"] += node.capacity_type == "reserved"
             row["cpu_allocatable"] += node.cpu_allocatable
             row["memory_allocatable"] += node.memory_allocatable
             row["cpu_requested"] += node.cpu_requested
@@ -172,7 +173,7 @@ def metrics_record(*, cluster: ClusterBackend, now: datetime | None = None) -> l
     for pool, row in rows.items():
         bound = bounds.get(pool)
         sample, _ = MetricSample.objects.update_or_create(at=minute, nodepool=pool, defaults={
-            "nodes": row["nodes"], "spot_nodes": row["spot_nodes"],
+            "nodes": row["nodes"], "spot_nodes": row["spot_nodes"], "reserved_nodes": row["reserved_nodes"],
             "cost_per_hour": _money(row["cost"]), "on_demand_cost_per_hour": _money(row["on_demand"]),
             "estimated": bool(row["estimated"]), "unpriced_nodes": row["unpriced_nodes"],
             "cpu_allocatable": row["cpu_allocatable"], "cpu_requested": row["cpu_requested"],

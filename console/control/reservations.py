@@ -37,7 +37,8 @@ LABEL_RESERVATION_TYPE = "karpenter.k8s.aws/capacity-reservation-type"
 LABEL_RESERVATION_INTERRUPTIBLE = "karpenter.k8s.aws/capacity-reservation-interruptible"
 # Karpenter's divisor of the on-demand price for a reserved offering's price.
 RESERVED_PRICE_DIVISOR = 10_000_000.0
-CAPACITY_BLOCK_ENDING = "capacity-block-ending"
+# the ledger reason of a node removed ahead of its Capacity Block's end: the engine's (packing.disruption.capacityblock)
+CAPACITY_BLOCK_ENDING = "capacity-block-expiring"
 
 
 def reservation_labels(*, reservation_id: str, reservation_type: str, interruptible: bool) -> dict[str, str]:
@@ -117,12 +118,15 @@ def _launched_since_sync(rows: Sequence[CapacityReservationStatus]) -> dict[str,
 
 def reserved_offerings(types: Sequence[InstanceType], rows: Iterable[CapacityReservationStatus], *, now: datetime,
                        launched: Mapping[str, int] | None = None) -> list[InstanceType]:
-    """The catalog with one `reserved` offering per reservation (once, whichever NodeClasses select it) on its
-    instance type, in its zone. A reservation of a type the catalog does not have adds nothing."""
+    """The catalog with one `reserved` offering per reservation (once, carrying the NodeClasses that select it, so
+    that only their NodePools launch into it) on its instance type, in its zone. A reservation of a type the catalog
+    does not have adds nothing."""
     launched = launched or {}
     by_id: dict[str, CapacityReservationStatus] = {}
+    classes: dict[str, set[str]] = {}  # reservation id -> the NodeClasses selecting it: only their pools use it
     for row in rows:
         by_id.setdefault(row.reservation_id, row)
+        classes.setdefault(row.reservation_id, set()).add(row.nodeclass_name)
     if not by_id:
         return list(types)
     added: dict[str, list[Offering]] = {}
@@ -137,7 +141,7 @@ def reserved_offerings(types: Sequence[InstanceType], rows: Iterable[CapacityRes
             and started, price_source=f"reservation {rid}",
             reservation=Reservation(id=rid, available=free, capacity=row.total, ends=row.ends,
                                     type=ReservationType(row.type), interruptible=row.interruptible,
-                                    owner_id=row.owner_id)))
+                                    owner_id=row.owner_id, node_classes=frozenset(classes[rid]))))
     out = []
     for itype in types:
         extra = added.get(itype.name)
@@ -182,7 +186,7 @@ def capacity_blocks_run(*, now: datetime | None = None) -> list[str]:
         if block is None or block.ends is None:
             continue
         ends = block.ends.astimezone(now.tzinfo)
-        reason = f"capacity block {rid} ends at {ends:%Y-%m-%d %H:%M} UTC"
+        reason = f"{CAPACITY_BLOCK_ENDING}: capacity block {rid} ends at {ends:%Y-%m-%d %H:%M} UTC"
         if not nodeclaims_mark_for_deletion(claims=NodeClaim.objects.filter(pk=claim.pk), reason=reason, now=now):
             continue
         NodeClaim.objects.filter(pk=claim.pk, disrupting_at__isnull=True).update(disrupting_at=now)

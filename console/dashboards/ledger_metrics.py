@@ -46,10 +46,11 @@ NODECLAIM_REASONS: tuple[tuple[str, str | None], ...] = (
     ("node did not register within", "registration_timeout"), ("no launchable offering", "insufficient_capacity"),
     ("EC2NodeClass of nodepool", "nodeclass_not_ready"), ("launch failed", "launch_failed"),
     ("replacement abandoned", None), ("unhealthy:", "unhealthy"),
+    ("capacity-block-expiring:", "capacity-block-expiring"),  # Loadmaster's own (console.control.reservations)
 )
 # The disruption engine's method -> Karpenter's consolidation_type ("repack" is Loadmaster's own).
 CONSOLIDATION_TYPES = {"emptiness": "empty", "single-node": "single", "multi-node": "multi", "repack": "repack",
-                       "drift": "", "expiration": ""}
+                       "drift": "", "expiration": "", "capacity-block": ""}
 
 
 def nodeclaim_reason(termination_reason: str) -> str | None:

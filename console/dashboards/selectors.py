@@ -91,6 +91,7 @@ class Point:
     # the bound was computed); None where it was not: a gap in the line, never a zero.
     lower_bound: float | None = None
     cost_bounded: float | None = None
+    reserved_nodes: float = 0.0  # on a capacity reservation: counted in `nodes`, in neither spot nor on-demand
 
     @property
     def cpu_efficiency(self) -> float | None:
@@ -131,7 +132,7 @@ def _point(row: Mapping[str, Any], at: datetime, estimated: bool) -> Point:
     g = row.get
     bound = g("lower_bound_per_hour")
     return Point(at=at, cost=_f(g("cost_per_hour")), on_demand=_f(g("on_demand_cost_per_hour")),
-                 nodes=_f(g("nodes")), spot_nodes=_f(g("spot_nodes")),
+                 nodes=_f(g("nodes")), spot_nodes=_f(g("spot_nodes")), reserved_nodes=_f(g("reserved_nodes")),
                  cpu_allocatable=_f(g("cpu_allocatable")), cpu_requested=_f(g("cpu_requested")),
                  memory_allocatable=_f(g("memory_allocatable")), memory_requested=_f(g("memory_requested")),
                  pods=_f(g("pods")), pods_pending=_f(g("pods_pending")), estimated=estimated,
@@ -145,7 +146,8 @@ def _hour_point(row: Mapping[str, Any]) -> Point:
     nb = row["bound_samples"]
     means = {name: _f(row[f"{name}_sum"]) / n for name in NUMERIC}
     return Point(at=row["hour"], cost=means["cost_per_hour"], on_demand=means["on_demand_cost_per_hour"],
-                 nodes=means["nodes"], spot_nodes=means["spot_nodes"], cpu_allocatable=means["cpu_allocatable"],
+                 nodes=means["nodes"], spot_nodes=means["spot_nodes"], reserved_nodes=means["reserved_nodes"],
+                 cpu_allocatable=means["cpu_allocatable"],
                  cpu_requested=means["cpu_requested"], memory_allocatable=means["memory_allocatable"],
                  memory_requested=means["memory_requested"], pods=means["pods"], pods_pending=means["pods_pending"],
                  estimated=row["estimated_samples"] > 0,

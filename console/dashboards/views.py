@@ -74,6 +74,7 @@ def overview(request: HttpRequest) -> HttpResponse:
         charts.optimality("chart-optimality", points, x_range=span),
         charts.lines("chart-nodes", "Nodes and pending pods", "count", x, {
             "nodes": [p.nodes for p in points], "spot nodes": [p.spot_nodes for p in points],
+            "reserved nodes": [p.reserved_nodes for p in points],
             "pending pods": [p.pods_pending for p in points]}, hover="%{y:.1f}", x_range=span),
     ]
     return render(request, "dashboards/overview.html",

@@ -162,7 +162,7 @@ class NodeClaimQuerySet(models.QuerySet["NodeClaim"]):
 class NodeClaim(models.Model):
     """One node Loadmaster launched (or is launching), from request to termination."""
 
-    CAPACITY_TYPES = [("spot", "spot"), ("on-demand", "on-demand")]
+    CAPACITY_TYPES = [("spot", "spot"), ("on-demand", "on-demand"), ("reserved", "reserved")]
     # Lifecycle states, in order; a claim is in the latest state whose condition is set.
     STATES = ("pending", "launched", "registered", "initialized", "disrupting", "terminated")
 
@@ -311,12 +311,16 @@ class Decision(models.Model):
 
 
 class ChangeRecord(models.Model):
-    """Who changed a NodePool, NodeClass or CapacityBuffer, when, how, and what changed (field by field)."""
+    """Who changed a NodePool, NodeClass, CapacityBuffer, NodeOverlay or Commitment, when, how, and what changed
+    (field by field)."""
 
     NODEPOOL = "nodepool"
     NODECLASS = "ec2nodeclass"
     CAPACITYBUFFER = "capacitybuffer"  # object_name is the buffer's namespace/name (console/buffers)
-    OBJECT_TYPES = [(NODEPOOL, "NodePool"), (NODECLASS, "EC2NodeClass"), (CAPACITYBUFFER, "CapacityBuffer")]
+    NODEOVERLAY = "nodeoverlay"  # console/overlays
+    COMMITMENT = "commitment"  # console/commitments
+    OBJECT_TYPES = [(NODEPOOL, "NodePool"), (NODECLASS, "EC2NodeClass"), (CAPACITYBUFFER, "CapacityBuffer"),
+                    (NODEOVERLAY, "NodeOverlay"), (COMMITMENT, "Commitment")]
     ACTIONS = [("created", "created"), ("updated", "updated"), ("deleted", "deleted")]
     SOURCES = [("form", "form"), ("api", "API"), ("import", "YAML import"), ("demo", "demo"), ("system", "system")]
 

@@ -76,18 +76,38 @@ def _save(obj: NodePool | EC2NodeClass, *, values: Mapping[str, Any], user: Any,
     return obj
 
 
-def buffer_change_record(*, key: str, action: str, before: Mapping[str, Any] | None,
-                         after: Mapping[str, Any] | None, user: Any, source: str, **_: Any) -> ChangeRecord | None:
-    """A CapacityBuffer's change in the history NodePools have (console.buffers.signals.buffer_changed, connected
-    in apps.py): who, from where, the manifest's paths that changed; an update that changes nothing leaves none."""
+def _signalled_change_record(object_type: str, *, key: str, action: str, before: Mapping[str, Any] | None,
+                             after: Mapping[str, Any] | None, user: Any, source: str) -> ChangeRecord | None:
     changes = manifests.diff_manifests(before, after)
     if action == "updated" and not changes:
         return None
     return ChangeRecord.objects.create(
-        object_type=ChangeRecord.CAPACITYBUFFER, object_name=key, action=action, source=source,
+        object_type=object_type, object_name=key, action=action, source=source,
         user=user if getattr(user, "pk", None) else None, username=getattr(user, "username", "") or "",
         changes=changes,
     )
+
+
+def buffer_change_record(*, key: str, action: str, before: Mapping[str, Any] | None,
+                         after: Mapping[str, Any] | None, user: Any, source: str, **_: Any) -> ChangeRecord | None:
+    """A CapacityBuffer's change in the history NodePools have (console.buffers.signals.buffer_changed, connected
+    in apps.py): who, from where, the manifest's paths that changed; an update that changes nothing leaves none."""
+    return _signalled_change_record(ChangeRecord.CAPACITYBUFFER, key=key, action=action, before=before, after=after,
+                                    user=user, source=source)
+
+
+def overlay_change_record(*, key: str, action: str, before: Mapping[str, Any] | None,
+                          after: Mapping[str, Any] | None, user: Any, source: str, **_: Any) -> ChangeRecord | None:
+    """A NodeOverlay's change in the history (console.overlays.signals.overlay_changed), as a CapacityBuffer's."""
+    return _signalled_change_record(ChangeRecord.NODEOVERLAY, key=key, action=action, before=before, after=after,
+                                    user=user, source=source)
+
+
+def commitment_change_record(*, key: str, action: str, before: Mapping[str, Any] | None,
+                             after: Mapping[str, Any] | None, user: Any, source: str, **_: Any) -> ChangeRecord | None:
+    """A Commitment's change in the history (console.commitments.signals.commitment_changed), as a CapacityBuffer's."""
+    return _signalled_change_record(ChangeRecord.COMMITMENT, key=key, action=action, before=before, after=after,
+                                    user=user, source=source)
 
 
 @transaction.atomic

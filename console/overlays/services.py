@@ -12,7 +12,7 @@ from django.core.exceptions import ValidationError
 from django.db import transaction
 
 from console import adapters
-from console.overlays import manifests
+from console.overlays import manifests, signals
 from console.overlays.models import NodeOverlay
 
 FAMILY_LABEL = "karpenter.k8s.aws/instance-family"
@@ -29,29 +29,46 @@ _EMPTY: dict[str, Any] = {"name": "", "note": "", "requirements": [], "price": "
                           "capacity": {}, "weight": None}
 
 
-def _apply(overlay: NodeOverlay, values: Mapping[str, Any]) -> NodeOverlay:
+def _record(overlay: NodeOverlay, *, action: str, before: Mapping[str, Any] | None, user: Any, source: str) -> None:
+    """Tell the change history (console.fleet listens to signals.overlay_changed) who changed what, from where."""
+    after = None if action == "deleted" else overlay.manifest()
+    signals.overlay_changed.send(sender=NodeOverlay, key=overlay.name, action=action, before=before, after=after,
+                                 user=user, source=source)
+
+
+def _apply(overlay: NodeOverlay, values: Mapping[str, Any], *, user: Any = None, source: str = "form") -> NodeOverlay:
+    saved = None if overlay.pk is None else NodeOverlay.objects.get(pk=overlay.pk)
+    before: dict[str, Any] | None = None if saved is None else saved.manifest()
     for key in manifests.FIELDS:
         if key in values:
             setattr(overlay, key, _EMPTY[key] if values[key] is None else values[key])
     overlay.full_clean()
+    creating = saved is None
+    if saved is not None and saved.name != overlay.name:
+        # a rename is the old overlay gone and a new one made, each in the history of its own name
+        _record(saved, action="deleted", before=before, user=user, source=source)
+        creating, before = True, None
     overlay.save()
+    _record(overlay, action="created" if creating else "updated", before=before, user=user, source=source)
     transaction.on_commit(_invalidate)
     return overlay
 
 
-def overlay_create(*, values: Mapping[str, Any], user: Any = None) -> NodeOverlay:
+def overlay_create(*, values: Mapping[str, Any], user: Any = None, source: str = "form") -> NodeOverlay:
     """A new NodeOverlay; ValidationError at the field (nothing saved) when the CRD's rules refuse it."""
     with transaction.atomic():
-        return _apply(NodeOverlay(), values)
+        return _apply(NodeOverlay(), values, user=user, source=source)
 
 
-def overlay_update(*, overlay: NodeOverlay, values: Mapping[str, Any], user: Any = None) -> NodeOverlay:
+def overlay_update(*, overlay: NodeOverlay, values: Mapping[str, Any], user: Any = None,
+                   source: str = "form") -> NodeOverlay:
     with transaction.atomic():
-        return _apply(overlay, values)
+        return _apply(overlay, values, user=user, source=source)
 
 
-def overlay_delete(*, overlay: NodeOverlay, user: Any = None) -> None:
+def overlay_delete(*, overlay: NodeOverlay, user: Any = None, source: str = "form") -> None:
     with transaction.atomic():
+        _record(overlay, action="deleted", before=overlay.manifest(), user=user, source=source)
         overlay.delete()
         transaction.on_commit(_invalidate)
 
@@ -83,7 +100,7 @@ def overlay_import_check(*, values: Mapping[str, Any]) -> tuple[str, list[tuple[
 def overlay_import_apply(*, values: Mapping[str, Any], user: Any = None) -> None:
     """Create or update the NodeOverlay an import names (inside the import's transaction)."""
     existing = NodeOverlay.objects.select_for_update().filter(name=values.get("name")).first()
-    _apply(existing or NodeOverlay(), values)
+    _apply(existing or NodeOverlay(), values, user=user, source="import")
 
 
 def overlays_export(overlays: Sequence[NodeOverlay]) -> list[dict[str, Any]]:

@@ -19,6 +19,8 @@ class MetricSample(models.Model):
     nodepool = models.CharField(max_length=63, blank=True, default="")
     nodes = models.PositiveIntegerField(default=0)
     spot_nodes = models.PositiveIntegerField(default=0)
+    # nodes on a capacity reservation (karpenter.sh/capacity-type=reserved): neither spot nor on-demand
+    reserved_nodes = models.PositiveIntegerField(default=0)
     cost_per_hour = models.DecimalField(max_digits=14, decimal_places=6, default=0)
     # What the same nodes would cost on-demand: the base of the spot-savings figures.
     on_demand_cost_per_hour = models.DecimalField(max_digits=14, decimal_places=6, default=0)
@@ -63,6 +65,7 @@ class MetricRollup(models.Model):
     on_demand_cost_per_hour_sum = models.DecimalField(max_digits=20, decimal_places=6, default=0)
     nodes_sum = models.BigIntegerField(default=0)
     spot_nodes_sum = models.BigIntegerField(default=0)
+    reserved_nodes_sum = models.BigIntegerField(default=0)
     cpu_allocatable_sum = models.BigIntegerField(default=0)
     cpu_requested_sum = models.BigIntegerField(default=0)
     memory_allocatable_sum = models.BigIntegerField(default=0)

@@ -14,8 +14,8 @@ from django.db.models.functions import TruncHour
 from console.telemetry.models import MetricRollup, MetricSample
 
 # The numeric columns of a MetricSample that a rollup sums.
-NUMERIC = ("cost_per_hour", "on_demand_cost_per_hour", "nodes", "spot_nodes", "cpu_allocatable",
-           "cpu_requested", "memory_allocatable", "memory_requested", "pods", "pods_pending")
+NUMERIC = ("cost_per_hour", "on_demand_cost_per_hour", "nodes", "spot_nodes", "reserved_nodes",
+           "cpu_allocatable", "cpu_requested", "memory_allocatable", "memory_requested", "pods", "pods_pending")
 SAMPLE_FIELDS = (*NUMERIC, "lower_bound_per_hour")
 # The columns of a MetricRollup row (and of minute_sums()'s rows) besides hour and nodepool.
 ROLLUP_FIELDS = ("samples", "estimated_samples", *(f"{n}_sum" for n in NUMERIC), "nodes_max", "pods_pending_max",

@@ -33,7 +33,7 @@ class CapacityBlockExpiry:
         self.run = run
         self.failed: dict[str, int] = {}  # node -> epoch its move failed at
         blocks: dict[str, Reservation] = {}
-        for it in run.cluster.catalog:
+        for it in run.cluster.catalog if run.cluster.capacity_block_expiry else ():
             for o in it.offerings:
                 r = o.reservation
                 if r is not None and r.type == ReservationType.CAPACITY_BLOCK and r.ends is not None:

@@ -22,6 +22,7 @@ from packing.disruption.refusals import (
 )
 from packing.instancetype import InstanceType
 from packing.nodepool import CAPACITY_TYPE_LABEL, INSTANCE_TYPE_LABEL, ZONE_LABEL, NodePool
+from packing.scheduling.reservations import pool_may_use
 
 __all__ = ["TypeTable"]
 
@@ -54,6 +55,8 @@ class TypeTable:
                     if not o.available or o.price is None:
                         continue
                     if (zr is not None and not zr.has(o.zone)) or (cr is not None and not cr.has(o.capacity_type)):
+                        continue
+                    if not pool_may_use(o, pool):
                         continue
                     if best is None or o.price < best[0]:
                         best = (o.price, o.capacity_type)

@@ -174,6 +174,9 @@ class Cluster:
     # Reserved Instances and Savings Plans (packing.commitmentpricing): nodes they cover are priced at what
     # removing them saves, new nodes at their marginal cost
     commitments: list[Commitment] = field(default_factory=list)
+    # whether the `capacity-block` method drains the nodes of ending Capacity Blocks; off where another loop does
+    # (the console's capacity-block loop deletes their NodeClaims itself, as Karpenter's expiration controller)
+    capacity_block_expiry: bool = True
 
     def settings_for(self, pool: str) -> DisruptionSettings:
         return self.settings.get(pool, DisruptionSettings())

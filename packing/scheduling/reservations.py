@@ -29,7 +29,7 @@ from packing.instancetype import (
     Reservation,
     ReservationType,
 )
-from packing.nodepool import CAPACITY_TYPE_LABEL, INSTANCE_TYPE_LABEL, ZONE_LABEL, ExistingNodeSpec
+from packing.nodepool import CAPACITY_TYPE_LABEL, INSTANCE_TYPE_LABEL, ZONE_LABEL, ExistingNodeSpec, NodePool
 from packing.scheduling import reasons
 
 if TYPE_CHECKING:
@@ -49,6 +49,7 @@ __all__ = [
     "has_limited",
     "packing_price",
     "pool_of",
+    "pool_may_use",
     "reservation_labels",
     "expiring",
     "settle",
@@ -68,6 +69,16 @@ LIMITED_TIEBREAK = 1e-6
 # before the end; the AWS provider deletes the NodeClaims 10 minutes earlier: aws/karpenter-provider-aws,
 # pkg/controllers/capacityreservation/expiration/controller.go)
 CAPACITY_BLOCK_LEAD = timedelta(minutes=40)
+
+
+def pool_may_use(o: Offering, pool: NodePool) -> bool:
+    """Whether a NodePool may launch on an offering, as far as reservations go: a reserved offering only for a pool
+    whose capacity-type requirement names `reserved` (Karpenter's; a pool without that requirement keeps to spot and
+    on-demand) and whose NodeClass selects the reservation (Reservation.node_classes)."""
+    if o.reservation is None:
+        return True
+    cr = pool.requirements.get(CAPACITY_TYPE_LABEL)
+    return cr is not None and cr.has(CAPACITY_TYPE_RESERVED) and o.reservation.serves(pool.node_class)
 
 
 def expiring(r: Reservation, at: datetime) -> bool:

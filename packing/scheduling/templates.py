@@ -32,7 +32,7 @@ from packing.nodepool import (
 from packing.pods import HostPort
 from packing.requirements import Requirement, Requirements
 from packing.resources import Resources
-from packing.scheduling.reservations import capacity_rank
+from packing.scheduling.reservations import capacity_rank, pool_may_use
 from packing.scheduling.vectors import Vec, vector
 
 __all__ = ["LaunchOptions", "PoolTemplate", "TypeOption"]
@@ -143,6 +143,7 @@ class PoolTemplate:
                 and o.price is not None
                 and (zr is None or zr.has(o.zone))
                 and (cr is None or cr.has(o.capacity_type))
+                and pool_may_use(o, pool)  # a reservation: only for a pool that asks for it, of its NodeClass
             )
             if not offs:
                 continue

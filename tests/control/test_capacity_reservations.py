@@ -17,8 +17,9 @@ from hypothesis import strategies as st
 from console.access import VIEWER
 from console.backends.base import CapacityReservation
 from console.control import launch
+from console.control.disruption import disrupt_run
 from console.control.lifecycle import lifecycle_run
-from console.control.models import CapacityReservationStatus
+from console.control.models import CapacityReservationStatus, DisruptionAction
 from console.control.reservations import (
     CAPACITY_BLOCK_ENDING,
     LABEL_RESERVATION_ID,
@@ -32,7 +33,7 @@ from console.fleet.models import Decision, EC2NodeClass, NodeClaim, NodePool
 from console.simulation.models import SimInstance
 from console.simulation.reservations import DEMO_RESERVATIONS, SimReservation
 from packing.instancetype import Reservation, ReservationType
-from tests.engine_builders import instance_type
+from tests.engine_builders import instance_type, pod
 from tests.simulation.conftest import advance, loop_world
 from tests.users import make_user
 
@@ -115,11 +116,26 @@ def test_reserved_offerings_are_karpenters() -> None:
     assert (a.zone, a.capacity_type, a.available, a.price_source) == ("us-east-1a", "reserved", True, "reservation cr-a")
     assert a.price == pytest.approx(0.192 / 10_000_000)
     assert a.reservation == Reservation(id="cr-a", available=2, capacity=3, type=ReservationType.DEFAULT,
-                                        owner_id="111122223333")
+                                        owner_id="111122223333", node_classes=frozenset({"default", "other"}))
     assert not reserved["cr-full"].available and reserved["cr-full"].reservation.available == 0   # type: ignore[union-attr]
     assert not reserved["cr-blk"].available            # inside the 40 minutes before its end
     assert reserved["cr-blk"].reservation.type is ReservationType.CAPACITY_BLOCK    # type: ignore[union-attr]
     assert not reserved["cr-later"].available          # not started yet
+
+
+def test_only_the_pools_of_the_selecting_nodeclass_are_offered_a_reservation() -> None:
+    # Karpenter resolves capacityReservationSelectorTerms per EC2NodeClass: a pool of another class never sees it
+    from packing.api import NodePool as EnginePool
+    from packing.api import Requirement, Requirements, Scheduler
+    now = datetime(2026, 1, 5, 12, tzinfo=UTC)
+    m5 = instance_type("m5.xlarge", 4, 16, 0.192, zones=["us-east-1a"])
+    catalog = reserved_offerings([m5], [_row("cr-a")], now=now)
+    reserved = Requirements([Requirement.new("karpenter.sh/capacity-type", "In", ["reserved", "on-demand"])])
+    pods = [pod("p", "1", "1Gi")]
+    for node_class, on_it in (("default", True), ("gpu", False)):
+        pools = [EnginePool("p", reserved, node_class=node_class)]
+        (claim,) = Scheduler(pools, catalog, []).solve(pods).nodeclaims
+        assert (claim.reservation_id == "cr-a") is on_it, node_class
 
 
 def test_loops_catalog_carries_the_synced_reservations(world: Any) -> None:
@@ -174,6 +190,23 @@ def test_a_reservation_the_nodeclass_does_not_select_is_never_launched_into(worl
     assert not SimInstance.objects.exists()
 
 
+def test_metrics_count_reserved_nodes_on_their_own(world: Any) -> None:
+    from console.control.metrics import metrics_record
+    from console.telemetry.models import MetricSample
+    clock, config, cluster, cloud = world
+    reservations_sync(cloud=cloud, now=clock())
+    catalog = launch.engine_catalog(nodeclasses=list(EC2NodeClass.objects.all()), pools=list(NodePool.objects.all()),
+                                    now=clock())
+    claim = _claim("m5.xlarge", "us-east-1a", clock())
+    assert launch.nodeclaim_launch(claim=claim, cloud=cloud, catalog=catalog, now=clock()) == "launched"
+    for _ in range(6):
+        advance(clock, config, 10)
+        lifecycle_run(cluster=cluster, cloud=cloud, now=clock())
+    metrics_record(cluster=cluster, now=clock())
+    total = MetricSample.objects.get(nodepool="")
+    assert (total.nodes, total.reserved_nodes, total.spot_nodes) == (1, 1, 0)
+
+
 def test_a_full_reservation_refuses_the_simulated_launch(world: Any) -> None:
     clock, _, _, _ = world
     from console.simulation.cloud import SimulatedCloud
@@ -224,6 +257,10 @@ def test_capacity_block_nodes_are_drained_and_terminated_40_minutes_before_the_e
     assert capacity_blocks_run(now=clock()) == []
     clock.now = ends - timedelta(minutes=40)
     reservations_sync(cloud=cloud, now=clock())
+    # the capacity-block loop owns the block's nodes (Karpenter's expiration controller): the disrupt loop, run
+    # first, starts no removal of its own
+    disrupt_run(cluster=cluster, cloud=cloud, now=clock())
+    assert not DisruptionAction.objects.filter(reason=CAPACITY_BLOCK_ENDING).exists()
     assert capacity_blocks_run(now=clock()) == [on_block.name]
     assert capacity_blocks_run(now=clock()) == []             # once
     decision = Decision.objects.get(kind=Decision.DISRUPTION, nodes=[on_block.name])
@@ -234,8 +271,13 @@ def test_capacity_block_nodes_are_drained_and_terminated_40_minutes_before_the_e
         lifecycle_run(cluster=cluster, cloud=cloud, now=clock())
     on_block.refresh_from_db()
     on_odcr.refresh_from_db()
-    assert on_block.terminated_at is not None and on_block.deletion_reason.startswith(f"capacity block {BLOCK.id}")
+    assert on_block.terminated_at is not None and on_block.deletion_reason.startswith(
+        f"capacity-block-expiring: capacity block {BLOCK.id}")
     assert on_odcr.terminated_at is None and on_odcr.deletion_requested_at is None
+    # the metrics name the reason: one voluntary decision, one disrupted NodeClaim
+    from console.dashboards.ledger_metrics import _decisions, _disrupted
+    assert sum(n for k, n in _decisions().items() if ("reason", CAPACITY_BLOCK_ENDING) in k) == 1
+    assert sum(n for k, n in _disrupted().items() if ("reason", CAPACITY_BLOCK_ENDING) in k) == 1
     # a block that is ending offers nothing to launch into
     catalog = launch.engine_catalog(nodeclasses=list(EC2NodeClass.objects.all()), pools=list(NodePool.objects.all()),
                                     now=clock())

@@ -16,7 +16,7 @@ pytestmark = BROWSER_TEST
 
 # page → {chart div id: traces that must carry data}
 PAGES: dict[str, dict[str, int]] = {
-    "/dashboards/": {"chart-efficiency": 2, "chart-cost": 3, "chart-optimality": 4, "chart-nodes": 3},
+    "/dashboards/": {"chart-efficiency": 2, "chart-cost": 3, "chart-optimality": 4, "chart-nodes": 4},
     "/dashboards/binpacking/": {"chart-nodes": 3, "chart-pool-efficiency": 4},
     "/dashboards/spot/": {"chart-spot-cost": 2, "chart-spot-pools": 1},
     # build_history's samples predate the per-pod keys: their pods are one "reason not recorded" trace

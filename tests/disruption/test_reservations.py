@@ -77,6 +77,16 @@ def test_nodes_on_an_ending_capacity_block_are_drained_before_it_ends() -> None:
     assert all(rep.get("reservation_id") != "cb-1" for rep in a.replacements)
 
 
+def test_capacity_block_expiry_off_leaves_an_ending_block_to_the_caller() -> None:
+    # the console's capacity-block loop deletes those NodeClaims itself: the disrupt loop turns the method off
+    ends = AT + CAPACITY_BLOCK_LEAD - timedelta(minutes=1)
+    cat = catalog_with("cb-1", 3, ends=ends, block=True)
+    n = node("n1", CAT["m-4x"], ct="reserved", labels=on("cb-1", block=True))
+    c = cluster([n], [bound_pod("a", "n1", "1")], pools=[all_capacity_pool()], cat=cat)
+    c.capacity_block_expiry = False
+    assert not [x for x in consolidate(c, AT).actions if x.reason == "capacity-block-expiring"]
+
+
 def test_a_capacity_block_not_yet_within_the_lead_time_is_left_alone() -> None:
     ends = AT + CAPACITY_BLOCK_LEAD + timedelta(minutes=5)
     cat = catalog_with("cb-1", 3, ends=ends, block=True)

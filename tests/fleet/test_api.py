@@ -472,7 +472,10 @@ def test_nodeclaim_filters(viewer_client: APIClient, fleet: dict[str, Any]) -> N
     assert _names(viewer_client, "/api/nodeclaims/?state=initialized") == {"general-a", "general-b"}
     assert _names(viewer_client, "/api/nodeclaims/?nodepool=general&zone=eu-west-1a&state=initialized") == {
         "general-a"}
-    assert viewer_client.get("/api/nodeclaims/?capacity_type=reserved").status_code == 400
+    assert _names(viewer_client, "/api/nodeclaims/?capacity_type=reserved") == set()
+    NodeClaim.objects.filter(name="general-c").update(capacity_type="reserved")  # Karpenter's third capacity type
+    assert _names(viewer_client, "/api/nodeclaims/?capacity_type=reserved") == {"general-c"}
+    assert viewer_client.get("/api/nodeclaims/?capacity_type=preemptible").status_code == 400
     assert viewer_client.get("/api/nodeclaims/?state=sleeping").status_code == 400
 
 

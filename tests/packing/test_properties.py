@@ -748,6 +748,41 @@ def test_no_reservation_is_overfilled_and_effective_cost_is_bounded(
 
 
 @given(reserved_catalogs(), pod_lists(), st.data())
+def test_a_reservation_serves_only_the_pools_that_may_use_it(
+    cat: list[InstanceType], pods: list[Pod], data: st.DataObject
+) -> None:
+    # Reservation.node_classes (empty = any) and the pool's capacity-type requirement (none = no reserved)
+    import dataclasses
+
+    classes = ["default", "gpu"]
+    scope = {f"cr-{k}": frozenset(data.draw(st.sets(st.sampled_from(classes)))) for k in range(2)}
+    cat = [
+        dataclasses.replace(it, offerings=tuple(
+            dataclasses.replace(o, reservation=dataclasses.replace(o.reservation, node_classes=scope[o.reservation.id]))
+            if o.reservation is not None else o
+            for o in it.offerings
+        ))
+        for it in cat
+    ]
+    pools = []
+    for i, node_class in enumerate(classes):
+        cts = data.draw(st.sampled_from([None, ["reserved"], ["reserved", "on-demand"], ["spot", "on-demand"]]))
+        reqs = Requirements([Requirement.new(CT, "In", cts)]) if cts else Requirements([])
+        pools.append(NodePool(f"p{i}", reqs, node_class=node_class))
+    s = Scheduler(pools, cat, [])
+    r = s.solve(pods)
+    assert check_plan(s, pods, r) == []
+    by_name = {p.name: p for p in pools}
+    for c in r.nodeclaims:
+        if c.reservation_id is None:
+            continue
+        pool = by_name[c.nodepool]
+        cr = pool.requirements.get(CT)
+        assert cr is not None and cr.has("reserved")
+        assert not scope[c.reservation_id] or pool.node_class in scope[c.reservation_id]
+
+
+@given(reserved_catalogs(), pod_lists(), st.data())
 def test_consolidation_never_overfills_a_reservation_or_a_commitment(
     cat: list[InstanceType], pods: list[Pod], data: st.DataObject
 ) -> None:

@@ -4,6 +4,7 @@ and the InstanceType document's reserved offering form."""
 
 from __future__ import annotations
 
+import dataclasses
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -265,3 +266,33 @@ def test_plan_cli_fills_the_reservation_then_spot(tmp_path: object) -> None:
     reserved = next(c for c in doc["nodeclaims"] if c["capacity_type"] == "reserved")
     assert reserved["labels"]["karpenter.k8s.aws/capacity-reservation-type"] == "capacity-block"
     assert reserved["reservation_ends"] == "2026-12-04T10:00:00Z"
+
+
+def test_a_pool_without_capacity_type_requirement_keeps_off_reservations() -> None:
+    # Karpenter launches into reserved capacity only for a pool whose capacity-type requirement names `reserved`
+    _, r = plan([pod(f"p{i}", "500m", "1Gi") for i in range(10)], [pool()], reserved_catalog())
+    assert not on_reservation(r)
+    assert r.scheduled == 10  # type: ignore[attr-defined]
+
+
+def scoped_catalog(*node_classes: str) -> list:  # type: ignore[type-arg]
+    out = []
+    for it in reserved_catalog(available=5):
+        offs = tuple(
+            dataclasses.replace(o, reservation=dataclasses.replace(o.reservation, node_classes=frozenset(node_classes)))
+            if o.reservation is not None else o
+            for o in it.offerings
+        )
+        out.append(dataclasses.replace(it, offerings=offs))
+    return out
+
+
+def test_a_reservation_is_offered_only_to_pools_of_the_nodeclasses_that_select_it() -> None:
+    pods = [pod(f"p{i}", "500m", "1Gi") for i in range(10)]
+    _, r = plan(pods, [all_capacity_pool("gpu", node_class="gpu")], scoped_catalog("default"))
+    assert not on_reservation(r)
+    _, r = plan(pods, [all_capacity_pool("main", node_class="default")], scoped_catalog("default", "other"))
+    assert on_reservation(r)
+    # no NodeClass named (a plan file's reservation): any pool that asks for reserved capacity
+    _, r = plan(pods, [all_capacity_pool("gpu", node_class="gpu")], scoped_catalog())
+    assert on_reservation(r)

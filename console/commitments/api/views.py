@@ -59,7 +59,8 @@ class CommitmentViewSet(viewsets.ModelViewSet):
         serializer = self.get_serializer(data=request.data)
         serializer.is_valid(raise_exception=True)
         with _service_errors():
-            row = services.commitment_create(values=self._values(dict(serializer.validated_data)), user=request.user)
+            row = services.commitment_create(values=self._values(dict(serializer.validated_data)), user=request.user,
+                                               source="api")
         return Response(self.get_serializer(row).data, status=status.HTTP_201_CREATED)
 
     def update(self, request: Request, *args: Any, **kwargs: Any) -> Response:
@@ -69,9 +70,9 @@ class CommitmentViewSet(viewsets.ModelViewSet):
         serializer.is_valid(raise_exception=True)
         with _service_errors():
             row = services.commitment_update(commitment=row, values=self._values(dict(serializer.validated_data), row),
-                                             user=request.user)
+                                             user=request.user, source="api")
         return Response(self.get_serializer(row).data)
 
     def destroy(self, request: Request, *args: Any, **kwargs: Any) -> Response:
-        services.commitment_delete(commitment=self.get_object(), user=request.user)
+        services.commitment_delete(commitment=self.get_object(), user=request.user, source="api")
         return Response(status=status.HTTP_204_NO_CONTENT)

@@ -59,7 +59,8 @@ class NodeOverlayViewSet(viewsets.ModelViewSet):
         serializer = self.get_serializer(data=request.data)
         serializer.is_valid(raise_exception=True)
         with _service_errors():
-            row = services.overlay_create(values=self._values(dict(serializer.validated_data)), user=request.user)
+            row = services.overlay_create(values=self._values(dict(serializer.validated_data)), user=request.user,
+                                            source="api")
         return Response(self.get_serializer(row).data, status=status.HTTP_201_CREATED)
 
     def update(self, request: Request, *args: Any, **kwargs: Any) -> Response:
@@ -69,9 +70,9 @@ class NodeOverlayViewSet(viewsets.ModelViewSet):
         serializer.is_valid(raise_exception=True)
         with _service_errors():
             row = services.overlay_update(overlay=row, values=self._values(dict(serializer.validated_data), row),
-                                             user=request.user)
+                                             user=request.user, source="api")
         return Response(self.get_serializer(row).data)
 
     def destroy(self, request: Request, *args: Any, **kwargs: Any) -> Response:
-        services.overlay_delete(overlay=self.get_object(), user=request.user)
+        services.overlay_delete(overlay=self.get_object(), user=request.user, source="api")
         return Response(status=status.HTTP_204_NO_CONTENT)
