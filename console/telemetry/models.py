@@ -265,5 +265,18 @@ class CommitmentSample(models.Model):
         """The used share (0..1); None for a commitment of nothing."""
         return self.used / self.total if self.total > 0 else None
 
+    @property
+    def unused_basis(self) -> str:
+        """Where the unused $/h comes from (the dashboard says it next to the figure)."""
+        if self.kind in (self.COMPUTE_SAVINGS_PLAN, self.EC2_INSTANCE_SAVINGS_PLAN):
+            return "the plan's hourly commitment less what the nodes use of it"
+        if self.unused_per_hour is None:
+            if self.kind == self.CAPACITY_BLOCK:
+                return "unknown: a Capacity Block's price is paid up front and not recorded"
+            return "unknown: no on-demand price for the type (or a size-flexible RI without a size)"
+        if self.kind == self.RESERVED_INSTANCES:
+            return "unused instances (units) at the type's on-demand price"
+        return "free instances at the type's on-demand price (AWS bills a reservation at the On-Demand rate)"
+
     def __str__(self) -> str:
         return f"{self.at:%Y-%m-%d %H:%M} {self.kind} {self.name}: {self.used:g}/{self.total:g} {self.unit}"
