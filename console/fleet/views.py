@@ -79,7 +79,20 @@ def nodepool_detail(request: HttpRequest, name: str, *, scale_form: ScaleForm | 
         "decisions": selectors.recent_decisions(nodepool_name=pool.name),
         "history": selectors.change_history(object_type=ChangeRecord.NODEPOOL, name=pool.name),
         "nodeclass_exists": EC2NodeClass.objects.filter(name=pool.node_class_name).exists(),
+        "coverage": _coverage(pool),
     }, status=status)
+
+
+def _coverage(pool: NodePool) -> dict[str, Any]:
+    """The instance types the pool admits that a commitment or reservation covers (console/catalog)."""
+    from console import adapters
+    from console.catalog import commitment_coverage
+
+    try:
+        types = commitment_coverage.nodepool_types(nodepool=pool, types=adapters.instance_types())
+    except Exception as exc:  # noqa: BLE001 - a pool the engine cannot read: the page shows the rest
+        return {"rows": None, "error": f"{type(exc).__name__}: {exc}"[:300]}
+    return {"rows": commitment_coverage.coverage_by_type(types, now=timezone.now()), "error": ""}
 
 
 def nodepool_scale(request: HttpRequest, name: str) -> HttpResponse:

@@ -14,7 +14,6 @@ import yaml
 from django.conf import settings
 
 from console.backends.base import ClusterBackend
-from console.commitments.models import Commitment
 from console.fleet.models import EC2NodeClass, NodeClaim, NodePool
 from console.overlays.models import NodeOverlay
 from console.whatif.models import Snapshot
@@ -417,7 +416,9 @@ def replay_files(files: Sequence[tuple[str, str]], *, at: datetime, region: str 
     inp, inp2 = api.fresh_inputs(base), api.fresh_inputs(base)
     types = api.resolve_catalog(inp, api.Inputs(), region)
     policy = settings.LOADMASTER_MIN_VALUES_POLICY
-    plan = api.plan_json(api.plan(inp, types, min_values_policy=api.MinValuesPolicy(policy)), inp.ignored)
+    # the snapshot's Commitment documents price the plan, as `plan FILES` prices with them
+    plan = api.plan_json(api.plan(inp, types, min_values_policy=api.MinValuesPolicy(policy),
+                                  commitments=inp.commitments), inp.ignored)
     report = api.consolidate(api.with_min_values_policy(api.build_cluster(inp2, ex, types), policy), at,
                              repack=settings.LOADMASTER_CONSOLIDATION_REPACK)
     return {"plan": plan, "consolidate": api.report_json(report), "seconds": round(time.perf_counter() - started, 3)}
@@ -428,8 +429,8 @@ def live_snapshot_yaml(*, cluster: ClusterBackend | None = None) -> str:
     world = live_world(cluster=cluster)
     docs = [d for d in world.docs() if d.get("kind") != "NodeClaim"] + \
         [d for d in world.workload if d.get("kind") == "NodeClaim"]
-    # the stored NodeOverlays and Commitments, so that a replay prices nodes as the loops do
-    docs += [o.manifest() for o in NodeOverlay.objects.all()] + [c.manifest() for c in Commitment.objects.all()]
+    # the stored NodeOverlays, so that a replay prices nodes as the loops do (the world carries the Commitments)
+    docs += [o.manifest() for o in NodeOverlay.objects.all()]
     return yaml.safe_dump_all(docs, sort_keys=False)
 
 
