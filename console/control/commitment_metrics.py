@@ -45,8 +45,12 @@ class CommitmentMinute:
     samples: list[CommitmentSample] = field(default_factory=list)
 
 
+def _dollars(value: float) -> Decimal:
+    return Decimal(str(round(value, 6)))
+
+
 def _money(value: float | None) -> Decimal | None:
-    return None if value is None else Decimal(str(round(value, 6)))
+    return None if value is None else _dollars(value)
 
 
 def on_demand_price(types: Mapping[str, InstanceType], itype: str, zone: str | None) -> float | None:
@@ -117,7 +121,7 @@ def record(*, nodes: Sequence[NodeRow], catalog: Sequence[InstanceType], commitm
             count[name] = count.get(name, 0) + 1
     CommitmentSample.objects.filter(at=at).delete()
     rows = [CommitmentSample(at=at, kind=c.kind.value, name=c.name, unit=unit, total=total, used=used,
-                             covered_nodes=count.get(c.name, 0), covered_per_hour=_money(paid.get(c.name, 0.0)),
+                             covered_nodes=count.get(c.name, 0), covered_per_hour=_dollars(paid.get(c.name, 0.0)),
                              unused_per_hour=_money(_unused_value(c, max(0.0, total - used), types)))
             for c, unit, total, used in uses]
     on_reservation: dict[str, int] = {}
