@@ -11,8 +11,9 @@ from django.utils import timezone
 from django.views.decorators.http import require_POST
 
 from console.access import require_operator
-from console.catalog import commitment_coverage, selectors, services
+from console.catalog import selectors, services
 from console.catalog.forms import CatalogFilterForm, PriceOverrideForm
+from console.commitments import coverage as commitment_coverage
 from console.overlays import selectors as overlay_selectors
 
 

@@ -140,7 +140,8 @@ def record(*, nodes: Sequence[NodeRow], catalog: Sequence[InstanceType], commitm
         free = max(0, r.available)
         rows.append(CommitmentSample(
             at=at, kind=CommitmentSample.CAPACITY_BLOCK if block else CommitmentSample.RESERVATION,
-            name=r.reservation_id, unit="instances", total=float(r.total), used=float(max(0, r.total - free)),
+            name=r.reservation_id, instance_type=r.instance_type, zone=r.zone, unit="instances",
+            total=float(r.total), used=float(max(0, r.total - free)),
             covered_nodes=on_reservation.get(r.reservation_id, 0),
             unused_per_hour=_money(None if od is None else free * od)))
     out.samples = CommitmentSample.objects.bulk_create(rows)

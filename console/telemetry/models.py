@@ -241,6 +241,9 @@ class CommitmentSample(models.Model):
     at = models.DateTimeField(db_index=True)
     kind = models.CharField(max_length=32, choices=KINDS)
     name = models.CharField(max_length=253)   # the commitment's name, or the reservation's id
+    # a reservation's instance type and zone (the catalog and NodePool pages' coverage reads them); "" otherwise
+    instance_type = models.CharField(max_length=64, blank=True, default="")
+    zone = models.CharField(max_length=32, blank=True, default="")
     unit = models.CharField(max_length=32)    # "instances", "normalized units", "$/h"
     total = models.FloatField()
     used = models.FloatField()

@@ -2,13 +2,16 @@
 catalog page's and the NodePool page's "Covered by" column.
 
 For each type: each Reserved Instance and Savings Plan in force that covers it (packing.commitmentpricing's rules:
-CommitmentBook.units, AWS's order of application) and each capacity reservation of it an EC2NodeClass selects
-(console/control CapacityReservationStatus, the last sync). What is left of each is the metrics loop's last minute
-(telemetry.CommitmentSample, the live nodes' use): unknown until a minute is recorded. The effective price is the
-engine's marginal price of one more node: 0 while what is left holds the node whole, the on-demand price times the
-uncovered share when it holds part of it, on-demand once nothing is left; a reservation's is Karpenter's reserved
-offering price (the reservation is paid for whether used or not). The plan rate is what a Savings Plan charges
-against its commitment for the node (on-demand x (1 - rate)).
+CommitmentBook.units, AWS's order of application) and each capacity reservation of it the metrics loop saw in its
+last minute (telemetry.CommitmentSample: the reservations the EC2NodeClasses select, as last synced). What is left
+of each is that minute's (the live nodes' use): unknown until a minute is recorded. The effective price is the
+marginal price of one more node on the bill: 0 while what is left holds the node whole, the on-demand price times
+the uncovered share when it holds part of it, on-demand once nothing is left; on a reservation with a free
+instance 0 (the reservation is billed whether used or not). The plan rate is what a Savings Plan charges against
+its commitment for the node (on-demand x (1 - rate)).
+
+It reads only this app's rows and telemetry's, so the fleet and catalog pages can import it without an import
+cycle between the apps (tests/telemetry/test_app_graph.py).
 """
 
 from __future__ import annotations
@@ -19,9 +22,7 @@ from datetime import datetime
 
 from django.db.models import Max
 
-from console import adapters
-from console.control.models import CapacityReservationStatus
-from console.control.reservations import RESERVED_PRICE_DIVISOR
+from console.commitments.models import Commitment
 from console.telemetry.models import CommitmentSample
 from packing import api
 
@@ -47,9 +48,9 @@ class TypeCoverage:
     def effective_price(self) -> float | None:
         """The marginal price of one more node of the type on this commitment now; None when unknown."""
         if self.kind in (CommitmentSample.RESERVATION, CommitmentSample.CAPACITY_BLOCK):
-            if self.left is not None and self.left < 1:
-                return None if self.on_demand is None else self.on_demand   # full: the node launches on-demand
-            return None if self.on_demand is None else self.on_demand / RESERVED_PRICE_DIVISOR
+            if self.left is None:
+                return None
+            return 0.0 if self.left >= 1 else self.on_demand   # full: the node launches on-demand
         if self.left is None or self.on_demand is None:
             return None
         if self.left >= self.units_per_node:
@@ -63,23 +64,32 @@ def _on_demand(it: api.InstanceType, zone: str | None) -> float | None:
     return min((p for p in prices if p is not None), default=None)
 
 
-def _left_now() -> dict[tuple[str, str], float]:
+def _last_minute() -> list[CommitmentSample]:
     at = CommitmentSample.objects.aggregate(m=Max("at"))["m"]
-    if at is None:
-        return {}
-    return {(s.kind, s.name): s.left for s in CommitmentSample.objects.filter(at=at)}
+    return [] if at is None else list(CommitmentSample.objects.filter(at=at))
+
+
+def stored_commitments() -> list[api.Commitment]:
+    """The Commitment rows as the engine reads them (console.adapters.commitments, without the shared module): a
+    row the engine cannot read is left out."""
+    out = []
+    for row in Commitment.objects.all():
+        try:
+            out.append(row.to_packing())
+        except api.InputError:
+            continue
+    return out
 
 
 def coverage_by_type(types: Iterable[api.InstanceType], *, now: datetime,
                      commitments: Sequence[api.Commitment] | None = None) -> dict[str, list[TypeCoverage]]:
     """{type name: what covers it}, only the types something covers; `commitments` default to the stored ones."""
-    book = api.CommitmentBook(adapters.commitments() if commitments is None else commitments, now)
-    left = _left_now()
-    reservations: dict[str, list[CapacityReservationStatus]] = {}
-    seen: set[str] = set()
-    for r in CapacityReservationStatus.objects.order_by("reservation_id", "-synced_at"):
-        if r.reservation_id not in seen:
-            seen.add(r.reservation_id)
+    book = api.CommitmentBook(stored_commitments() if commitments is None else commitments, now)
+    minute = _last_minute()
+    left = {(r.kind, r.name): r.left for r in minute}
+    reservations: dict[str, list[CommitmentSample]] = {}
+    for r in minute:
+        if r.kind in (CommitmentSample.RESERVATION, CommitmentSample.CAPACITY_BLOCK) and r.instance_type:
             reservations.setdefault(r.instance_type, []).append(r)
     out: dict[str, list[TypeCoverage]] = {}
     for it in types:
@@ -95,20 +105,9 @@ def coverage_by_type(types: Iterable[api.InstanceType], *, now: datetime,
             plan_rate = units if c.kind != api.CommitmentKind.RESERVED_INSTANCES else None
             rows.append(TypeCoverage(c.name, c.kind.value, c.zone or "", pool.unit, units, od, plan_rate,
                                      left.get((c.kind.value, c.name))))
-        for r in reservations.get(it.name, []):
-            block = r.type == CapacityReservationStatus.CAPACITY_BLOCK
-            kind = CommitmentSample.CAPACITY_BLOCK if block else CommitmentSample.RESERVATION
-            rows.append(TypeCoverage(r.reservation_id, kind, r.zone, "instances", 1.0, _on_demand(it, r.zone), None,
-                                     float(max(0, r.available))))
+        for r in sorted(reservations.get(it.name, []), key=lambda r: r.name):
+            rows.append(TypeCoverage(r.name, r.kind, r.zone, "instances", 1.0, _on_demand(it, r.zone or None), None,
+                                     r.left))
         if rows:
             out[it.name] = rows
     return out
-
-
-def nodepool_types(*, nodepool: object, types: Iterable[api.InstanceType]) -> list[api.InstanceType]:
-    """The types a NodePool's requirements admit (its labels' requirements compatible with the pool's)."""
-    pools = adapters.cluster_inputs(pods=(), nodes=(), nodepools=[nodepool]).nodepools
-    if not pools:
-        return []
-    reqs = pools[0].requirements
-    return [it for it in types if reqs.compatible(api.Requirements.from_labels(it.labels))]
