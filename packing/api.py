@@ -69,7 +69,13 @@ from packing.commitmentdocs import (
     commitment_document,
     read_commitment,
 )
-from packing.commitmentpricing import priced_catalog, settle_plan
+from packing.commitmentpricing import (
+    NORMALIZATION_FACTORS,
+    CommitmentBook,
+    family_and_size,
+    priced_catalog,
+    settle_plan,
+)
 from packing.commitments import Commitment, CommitmentKind
 from packing.cron import CronError, CronSchedule
 from packing.disruption import Action, Cluster, MinSavings, NotDisrupted, Report, consolidate, parse_time
@@ -84,7 +90,14 @@ from packing.disruption.output import render_json as report_json
 from packing.documents import DEFAULT_MAX_INPUT_BYTES, ByteBudget
 from packing.durations import DurationError, format_duration, parse_duration
 from packing.fields import FieldError, InputError
-from packing.instancetype import CAPACITY_TYPE_RESERVED, InstanceType, Offering, Reservation, ReservationType
+from packing.instancetype import (
+    CAPACITY_TYPE_ON_DEMAND,
+    CAPACITY_TYPE_RESERVED,
+    InstanceType,
+    Offering,
+    Reservation,
+    ReservationType,
+)
 from packing.kubeobjects import Inputs, add_object, expand_workloads, expansion_plan
 from packing.legacy import (  # legacy Karpenter objects as v1 (console import)
     LEGACY_KINDS,
@@ -143,7 +156,11 @@ from packing.yamlinput import brief, load_all, load_one
 
 __all__ = [
     "priced_catalog",
+    "CommitmentBook",
+    "NORMALIZATION_FACTORS",
+    "family_and_size",
     "settle_plan",
+    "CAPACITY_TYPE_ON_DEMAND",
     "CAPACITY_TYPE_RESERVED",
     "Commitment",
     "CommitmentKind",

@@ -75,6 +75,8 @@ class AlertRule(models.Model):
              (DRIFT, "Drifted nodes"), (LAUNCH_FAILURES, "NodeClaim launch failures")]
     ADVISOR = "advisor_finding"
     KINDS += [(ADVISOR, "New advisor finding")]
+    COMMITMENT_UNDER_UTILIZED, RESERVATION_IDLE = "commitment_underused", "reservation_idle"
+    KINDS += [(COMMITMENT_UNDER_UTILIZED, "Commitment under-utilized"), (RESERVATION_IDLE, "Reservation idle")]
     METRICS = [("cost_per_hour", "cost per hour"), ("forecast", "month-end forecast"),
                ("cpu", "CPU"), ("memory", "memory")]
 

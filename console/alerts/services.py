@@ -18,7 +18,7 @@ from django.db import transaction
 from django.db.models.deletion import ProtectedError
 from django.utils import timezone
 
-from console.alerts import fleet_health, messages, selectors, validation
+from console.alerts import commitment_alerts, fleet_health, messages, selectors, validation
 from console.alerts.models import AlertEvent, AlertRule, AlertState, Channel, PendingPod, StrandedMove
 from console.alerts.selectors import Evaluation
 from console.alerts.transports import MAX_ERROR, cut, deliver
@@ -195,6 +195,14 @@ def evaluate_rule(rule: AlertRule, now: datetime) -> Evaluation:
         return fleet_health.evaluate_launch_failures(
             fleet_health.failures_between(pool, now - timedelta(hours=1), now), pods,
             selectors.latest_verdicts(p.key for p in pods), threshold=threshold, scope=scope)
+    if rule.kind == AlertRule.COMMITMENT_UNDER_UTILIZED:
+        return commitment_alerts.evaluate_under_utilized(
+            commitment_alerts.samples_in_window(now=now, minutes=rule.window_minutes), threshold=threshold,
+            minutes=rule.window_minutes, now=now)
+    if rule.kind == AlertRule.RESERVATION_IDLE:
+        return commitment_alerts.evaluate_reservation_idle(
+            commitment_alerts.samples_in_window(now=now, minutes=rule.window_minutes), threshold=threshold,
+            minutes=rule.window_minutes, now=now)
     evaluator = RULE_EVALUATORS.get(rule.kind)
     if evaluator is not None:
         return evaluator(rule=rule, now=now)
@@ -205,6 +213,8 @@ def _link(rule: AlertRule) -> str:
     base = getattr(settings, "LOADMASTER_PUBLIC_URL", "http://localhost:8000").rstrip("/")
     if rule.kind in (AlertRule.STUCK, AlertRule.INTERRUPTIONS, AlertRule.STRANDED, AlertRule.LAUNCH_FAILURES):
         return f"{base}/decisions/"
+    if rule.kind in (AlertRule.COMMITMENT_UNDER_UTILIZED, AlertRule.RESERVATION_IDLE):
+        return f"{base}/dashboards/commitments/"
     return f"{base}/alerts/history/?rule={rule.pk}"
 
 

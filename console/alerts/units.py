@@ -69,4 +69,8 @@ def rule_threshold(rule: Any) -> str:
         return f"> {count(t, 'failed launch', 'failed launches')} per hour"
     if kind == AlertRule.ADVISOR:
         return f"≥ {count(max(t, Decimal(1)), 'finding')}, each new one sent"
+    if kind == AlertRule.COMMITMENT_UNDER_UTILIZED:
+        return f"> {money(t, '/h')} of commitment unused"
+    if kind == AlertRule.RESERVATION_IDLE:
+        return f"> {count(t, 'free instance')} in a reservation"
     return number(t, places=4)

@@ -16,7 +16,10 @@ from console.fleet.models import NodePool
 Problems = dict[str, list[str]]
 
 # Rule kinds that need a window of at least a minute (an average, or how long something must have lasted).
-WINDOWED_KINDS = (AlertRule.EFFICIENCY, AlertRule.STUCK, AlertRule.STRANDED)
+WINDOWED_KINDS = (AlertRule.EFFICIENCY, AlertRule.STUCK, AlertRule.STRANDED, AlertRule.COMMITMENT_UNDER_UTILIZED,
+                  AlertRule.RESERVATION_IDLE)
+# Rule kinds of the whole cluster: commitments and reservations are not a NodePool's.
+CLUSTER_KINDS = (AlertRule.COMMITMENT_UNDER_UTILIZED, AlertRule.RESERVATION_IDLE)
 
 
 def _add(problems: Problems, field: str, message: str) -> None:
@@ -63,7 +66,9 @@ def rule_problems(rule: AlertRule, *, stored_nodepool: str | None) -> Problems:
     # An existing rule keeps a scope whose pool was deleted since (it can still be disabled or moved);
     # a new or changed scope must name a NodePool that exists.
     name = rule.nodepool
-    if name and name != stored_nodepool and not NodePool.objects.filter(name=name).exists():
+    if name and rule.kind in CLUSTER_KINDS:
+        _add(problems, "nodepool", "Commitments and reservations are the whole cluster's: leave the NodePool empty.")
+    elif name and name != stored_nodepool and not NodePool.objects.filter(name=name).exists():
         _add(problems, "nodepool", f"There is no NodePool named {name[:63]!r}; leave empty for the whole cluster.")
     kind, metric, threshold = rule.kind, rule.metric, rule.threshold
     if kind == AlertRule.BUDGET and metric not in ("cost_per_hour", "forecast"):

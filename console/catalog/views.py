@@ -7,11 +7,13 @@ from django.core.exceptions import ValidationError
 from django.core.paginator import Paginator
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
+from django.utils import timezone
 from django.views.decorators.http import require_POST
 
 from console.access import require_operator
 from console.catalog import selectors, services
 from console.catalog.forms import CatalogFilterForm, PriceOverrideForm
+from console.commitments import coverage as commitment_coverage
 from console.overlays import selectors as overlay_selectors
 
 
@@ -26,7 +28,8 @@ def catalog(request: HttpRequest) -> HttpResponse:
     params = filters.cleaned_data if filters.is_bound and filters.is_valid() else {}
     rows = selectors.catalog_rows(**{k: v for k, v in params.items() if v})
     page = Paginator(rows, 100).get_page(request.GET.get("page"))
-    return render(request, "catalog/catalog.html", _context(filters=filters, page=page))
+    coverage = commitment_coverage.coverage_by_type([r.itype for r in page.object_list], now=timezone.now())
+    return render(request, "catalog/catalog.html", _context(filters=filters, page=page, coverage=coverage))
 
 
 @require_POST

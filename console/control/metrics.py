@@ -21,6 +21,7 @@ from django.utils import timezone
 
 from console import adapters
 from console.backends.base import ClusterBackend
+from console.control import commitment_metrics
 from console.control.headroom import buffer_headroom
 from console.control.launch import engine_catalog
 from console.control.live_cluster import LiveCluster, NodeRow, live_cluster
@@ -127,6 +128,22 @@ def _headroom(*, cluster: ClusterBackend, live: LiveCluster) -> tuple[Decimal | 
     return _money(room.held_per_hour), _money(room.total_per_hour)
 
 
+def _commitments(*, live: LiveCluster, now: datetime) -> commitment_metrics.CommitmentMinute | None:
+    """This minute's commitment samples (console.control.commitment_metrics); None when they cannot be computed
+    now (the catalog unavailable), which leaves the effective cost unknown rather than equal to the list cost."""
+    try:
+        catalog = engine_catalog(nodeclasses=list(EC2NodeClass.objects.all()), pools=list(NodePool.objects.all()),
+                                 now=now)
+        with transaction.atomic():  # a savepoint: a failure here leaves the minute's other rows to be written
+            return commitment_metrics.record(nodes=live.nodes, catalog=catalog, commitments=adapters.commitments(),
+                                             at=now)
+    except SoftTimeLimitExceeded:
+        raise
+    except Exception as exc:  # the rest of the sample is still recorded
+        log.warning("metrics: commitment coverage not computed: %s", exc)
+        return None
+
+
 def _money(value: float) -> Decimal:
     return Decimal(str(round(value, 6)))
 
@@ -168,6 +185,12 @@ def metrics_record(*, cluster: ClusterBackend, now: datetime | None = None) -> l
     rows[""]["pods_pending"] = len(pending)
     bounds = lower_bounds(cluster=cluster, live=live, now=minute)
     held, total = _headroom(cluster=cluster, live=live)
+    covered = _commitments(live=live, now=minute)
+    effective: dict[str, float] = defaultdict(float)
+    for node in live.nodes:
+        if node.price is not None and covered is not None:
+            for key in ("", node.nodepool) if node.nodepool else ("",):
+                effective[key] += covered.effective.get(node.name, node.price)
 
     saved = []
     for pool, row in rows.items():
@@ -183,8 +206,10 @@ def metrics_record(*, cluster: ClusterBackend, now: datetime | None = None) -> l
             "lower_bound_per_hour": None if bound is None else _money(bound),
             "headroom_held_per_hour": held if pool == "" else None,
             "headroom_total_per_hour": total if pool == "" else None,
+            "effective_cost_per_hour": None if covered is None else _money(effective[pool]),
         })
         saved.append(sample)
     services.metric_rollups_catch_up(now=minute)
     services.metric_samples_prune(now=minute)
+    commitment_metrics.prune(before=minute - services.minute_retention())
     return saved

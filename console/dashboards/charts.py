@@ -180,3 +180,16 @@ def timeline_scatter(div_id: str, entries: Sequence[Any], x_range: tuple[datetim
 
 def _seconds(x: Sequence[datetime]) -> list[str]:
     return [t.strftime("%Y-%m-%d %H:%M:%S") for t in x]
+
+
+def aligned_lines(div_id: str, title: str, yaxis: str,
+                  series: Mapping[str, tuple[Sequence[datetime], Sequence[float | None]]], *, hover: str = "%{y:.4f}",
+                  x_range: tuple[datetime, datetime] | None = None) -> str:
+    """lines() for series with times of their own (a commitment recorded only from some minute on): each is put on
+    the union of the times, None where it has no value (a gap, never a zero)."""
+    times = sorted({t for xs, _ in series.values() for t in xs})
+    values = {}
+    for name, (xs, ys) in series.items():
+        by_at = dict(zip(xs, ys, strict=True))
+        values[name] = [by_at.get(t) for t in times]
+    return lines(div_id, title, yaxis, times, values, hover=hover, x_range=x_range)

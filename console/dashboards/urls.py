@@ -12,6 +12,7 @@ urlpatterns = [
     path("dashboards/spot/", views.spot, name="spot"),
     path("dashboards/unschedulable/", views.unschedulable, name="unschedulable"),
     path("dashboards/cost/", views.cost, name="cost"),
+    path("dashboards/commitments/", views.commitments, name="commitments"),
     # Versioned so a plotly upgrade changes the URL and the year-long cache never serves stale code.
     path("static-vendor/plotly-<str:version>.min.js", views.plotly_js, name="plotly-js"),
     path("metrics", metrics.metrics_view, name="metrics"),

@@ -17,9 +17,10 @@ from django.views.decorators.http import require_GET
 
 from console.backends.factory import cluster_backend
 from console.control.live_cluster import NodeRow
-from console.dashboards import charts, selectors
+from console.dashboards import charts, commitment_selectors, selectors
 from console.fleet.models import Decision
 from console.telemetry import reasons
+from console.telemetry.models import CommitmentSample
 
 log = logging.getLogger(__name__)
 
@@ -174,6 +175,34 @@ def cost(request: HttpRequest) -> HttpResponse:
     return render(request, "dashboards/cost.html", _ctx(
         request, "cost", window, pool, figures=figures, entries=entries, by_pool=by_pool, families=families,
         total=total, kinds=dict(Decision.KIND_CHOICES), headroom=selectors.headroom_tile()))
+
+
+@require_GET
+def commitments(request: HttpRequest) -> HttpResponse:
+    """Reserved Instances, Savings Plans and capacity reservations (issue 19): the whole cluster's, whatever the
+    NodePool filter says (a commitment is not a NodePool's)."""
+    window, pool, now = _filters(request)
+    span = _span(window, now)
+    series = commitment_selectors.commitment_series(window=window, now=now)
+    costs = commitment_selectors.cost_points(window=window, now=now)
+    times, by_kind = commitment_selectors.commitments_by_kind(series)
+    kinds = dict(CommitmentSample.KINDS)
+    figures = [
+        charts.lines("chart-commitment-cost", "List vs effective cost", "$ per hour", [p.at for p in costs], {
+            "list": [p.cost for p in costs], "effective": [p.effective for p in costs],
+            "paid by commitments": [p.covered for p in costs]}, hover="$%{y:.4f}/h", x_range=span),
+        charts.lines("chart-commitment-coverage", "List cost paid, by commitment kind", "$ per hour", times,
+                     {kinds.get(k, k): v for k, v in by_kind.items()}, stacked=True, hover="$%{y:.4f}/h",
+                     x_range=span),
+        charts.aligned_lines("chart-commitment-utilization", "Utilization (used ÷ total)", "%",
+                             {s.label: (s.at, s.utilization) for s in series}, hover="%{y:.1f}%", x_range=span),
+        charts.aligned_lines("chart-commitment-unused", "Unused commitment (a gap: its price is unknown)",
+                             "$ per hour", {s.label: (s.at, s.unused_per_hour) for s in series},
+                             hover="$%{y:.4f}/h", x_range=span),
+    ]
+    return render(request, "dashboards/commitments.html", _ctx(
+        request, "commitments", window, pool, figures=figures, current=commitment_selectors.commitments_now(),
+        kinds=kinds))
 
 
 @lru_cache(maxsize=1)

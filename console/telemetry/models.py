@@ -42,6 +42,9 @@ class MetricSample(models.Model):
     # with the nodes a plan for them alone would add (total); null when not computed that minute.
     headroom_held_per_hour = models.DecimalField(max_digits=14, decimal_places=6, null=True, blank=True)
     headroom_total_per_hour = models.DecimalField(max_digits=14, decimal_places=6, null=True, blank=True)
+    # cost_per_hour less what Reserved Instances and Savings Plans pay for (CommitmentSample.covered_per_hour):
+    # what the priced nodes add to the bill above the commitments. Null in samples recorded before it existed.
+    effective_cost_per_hour = models.DecimalField(max_digits=14, decimal_places=6, null=True, blank=True)
 
     class Meta:
         db_table = "control_metricsample"  # the table it had before it moved here: existing rows stay
@@ -220,3 +223,66 @@ class ConsolidationScoreBucket(models.Model):
 
     def __str__(self) -> str:
         return f"{self.nodepool} {self.policy} {self.decision} le={self.le}: {self.count}"
+
+
+class CommitmentSample(models.Model):
+    """One minute of one commitment (a Reserved Instance, a Savings Plan: console/commitments) or capacity
+    reservation (an ODCR or Capacity Block an EC2NodeClass selects), over the live nodes: what it holds (`total`,
+    in `unit`), what the running nodes use of it, and what its unused part costs per hour. Written by the metrics
+    loop (console/control/commitment_metrics.py) next to the MetricSample of the same minute; read by the
+    Commitments dashboard and the commitment alerts."""
+
+    RESERVED_INSTANCES = "ReservedInstances"
+    COMPUTE_SAVINGS_PLAN = "ComputeSavingsPlan"
+    EC2_INSTANCE_SAVINGS_PLAN = "EC2InstanceSavingsPlan"
+    RESERVATION = "reservation"
+    CAPACITY_BLOCK = "capacity-block"
+    KINDS = [(RESERVED_INSTANCES, "Reserved Instances"), (COMPUTE_SAVINGS_PLAN, "Compute Savings Plan"),
+             (EC2_INSTANCE_SAVINGS_PLAN, "EC2 Instance Savings Plan"), (RESERVATION, "capacity reservation"),
+             (CAPACITY_BLOCK, "Capacity Block")]
+
+    at = models.DateTimeField(db_index=True)
+    kind = models.CharField(max_length=32, choices=KINDS)
+    name = models.CharField(max_length=253)   # the commitment's name, or the reservation's id
+    # a reservation's instance type and zone (the catalog and NodePool pages' coverage reads them); "" otherwise
+    instance_type = models.CharField(max_length=64, blank=True, default="")
+    zone = models.CharField(max_length=32, blank=True, default="")
+    unit = models.CharField(max_length=32)    # "instances", "normalized units", "$/h"
+    total = models.FloatField()
+    used = models.FloatField()
+    covered_nodes = models.PositiveIntegerField(default=0)
+    # $/h of the live nodes' list price this commitment pays for (what it takes off their cost this minute).
+    covered_per_hour = models.DecimalField(max_digits=14, decimal_places=6, default=0)
+    # $/h the unused part costs: a Savings Plan's unused commitment; a Reserved Instance's or an ODCR's free
+    # instances at the type's on-demand price. Null when unknown (no price for the type, a Capacity Block, a
+    # size-flexible RI without a size): never read as $0.
+    unused_per_hour = models.DecimalField(max_digits=14, decimal_places=6, null=True, blank=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["at", "kind", "name"], name="one_commitment_sample_per_minute")]
+        indexes = [models.Index(fields=["kind", "name", "at"])]
+
+    @property
+    def left(self) -> float:
+        return max(0.0, self.total - self.used)
+
+    @property
+    def utilization(self) -> float | None:
+        """The used share (0..1); None for a commitment of nothing."""
+        return self.used / self.total if self.total > 0 else None
+
+    @property
+    def unused_basis(self) -> str:
+        """Where the unused $/h comes from (the dashboard says it next to the figure)."""
+        if self.kind in (self.COMPUTE_SAVINGS_PLAN, self.EC2_INSTANCE_SAVINGS_PLAN):
+            return "the plan's hourly commitment less what the nodes use of it"
+        if self.unused_per_hour is None:
+            if self.kind == self.CAPACITY_BLOCK:
+                return "unknown: a Capacity Block's price is paid up front and not recorded"
+            return "unknown: no on-demand price for the type (or a size-flexible RI without a size)"
+        if self.kind == self.RESERVED_INSTANCES:
+            return "unused instances (units) at the type's on-demand price"
+        return "free instances at the type's on-demand price (AWS bills a reservation at the On-Demand rate)"
+
+    def __str__(self) -> str:
+        return f"{self.at:%Y-%m-%d %H:%M} {self.kind} {self.name}: {self.used:g}/{self.total:g} {self.unit}"

@@ -14,7 +14,6 @@ import yaml
 from django.conf import settings
 
 from console.backends.base import ClusterBackend
-from console.commitments.models import Commitment
 from console.fleet.models import EC2NodeClass, NodeClaim, NodePool
 from console.overlays.models import NodeOverlay
 from console.whatif.models import Snapshot
@@ -91,7 +90,11 @@ def _summary(out: Outcome) -> dict[str, Any]:
     return {
         "launch": [{"instance_type": c.instance_type, "nodepool": c.nodepool, "zone": c.zone,
                     "capacity_type": c.capacity_type, "price_per_hour": round(c.price_per_hour, 6),
-                    "pods": len(c.pods)} for c in plan.nodeclaims],
+                    "pods": len(c.pods),
+                    # what the bill sees under the commitments (None without any) and which one covers it
+                    "effective_price_per_hour": None if c.effective_price_per_hour is None
+                    else round(c.effective_price_per_hour, 6), "covered_by": list(c.covered_by or [])}
+                   for c in plan.nodeclaims],
         "replacements": replacements,
         "remove": sorted({r["node"] for r in removals}),
         "removals": sorted(removals, key=lambda r: r["node"]),
@@ -111,7 +114,28 @@ def _summary(out: Outcome) -> dict[str, Any]:
         "unschedulable": {pod: api.unschedulable_json(pod, reasons)["reasons"]
                           for pod, reasons in sorted(plan.unschedulable_reasons.items())},
         "seconds": round(out.seconds, 3),
+        # each Reserved Instance's and Savings Plan's use (Results.commitments): by the running nodes, by the plan
+        "commitments": [{"name": u.name, "kind": u.kind, "unit": u.unit, "total": round(u.total, 6),
+                         "used_by_existing": round(u.used_by_existing, 6), "used_by_plan": round(u.used_by_plan, 6),
+                         "left": round(u.left, 6)} for u in plan.commitments],
     }
+
+
+def commitments_change(before: Sequence[Mapping[str, Any]], after: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """Per commitment: used and left before and after the edit, and the change in use (a commitment on one side
+    only, added or gone with the edit, has None on the other)."""
+    b, a = {c["name"]: c for c in before}, {c["name"]: c for c in after}
+    rows = []
+    for name in sorted(set(b) | set(a)):
+        x, y = b.get(name), a.get(name)
+        ub = None if x is None else round(x["used_by_existing"] + x["used_by_plan"], 6)
+        ua = None if y is None else round(y["used_by_existing"] + y["used_by_plan"], 6)
+        either = y or x or {}
+        rows.append({"name": name, "kind": either.get("kind"), "unit": either.get("unit"), "total": either.get("total"),
+                     "used_before": ub, "used_after": ua,
+                     "left_before": None if x is None else x["left"], "left_after": None if y is None else y["left"],
+                     "used_change": None if ub is None or ua is None else round(ua - ub, 6)})
+    return rows
 
 
 _DELTAS = ("cost_per_hour_existing", "cost_per_hour_launch", "cost_per_hour_replacements",
@@ -130,6 +154,7 @@ def preview_world(before: World, after: World) -> dict[str, Any]:
         "becomes_unschedulable": [{"pod": p, "reasons": a["unschedulable"][p]} for p in newly],
         "becomes_schedulable": [{"pod": p, "was": b["unschedulable"][p]} for p in fixed],
         "cost_per_hour_delta": round(a["cost_per_hour_after"] - b["cost_per_hour_after"], 6),
+        "commitments": commitments_change(b["commitments"], a["commitments"]),
     }
 
 
@@ -391,6 +416,7 @@ def replay_files(files: Sequence[tuple[str, str]], *, at: datetime, region: str 
     inp, inp2 = api.fresh_inputs(base), api.fresh_inputs(base)
     types = api.resolve_catalog(inp, api.Inputs(), region)
     policy = settings.LOADMASTER_MIN_VALUES_POLICY
+    # the snapshot's Commitment documents price the plan, as `plan FILES` prices with them
     plan = api.plan_json(api.plan(inp, types, min_values_policy=api.MinValuesPolicy(policy),
                                   commitments=inp.commitments), inp.ignored)
     report = api.consolidate(api.with_min_values_policy(api.build_cluster(inp2, ex, types), policy), at,
@@ -403,8 +429,8 @@ def live_snapshot_yaml(*, cluster: ClusterBackend | None = None) -> str:
     world = live_world(cluster=cluster)
     docs = [d for d in world.docs() if d.get("kind") != "NodeClaim"] + \
         [d for d in world.workload if d.get("kind") == "NodeClaim"]
-    # the stored NodeOverlays and Commitments, so that a replay prices nodes as the loops do
-    docs += [o.manifest() for o in NodeOverlay.objects.all()] + [c.manifest() for c in Commitment.objects.all()]
+    # the stored NodeOverlays, so that a replay prices nodes as the loops do (the world carries the Commitments)
+    docs += [o.manifest() for o in NodeOverlay.objects.all()]
     return yaml.safe_dump_all(docs, sort_keys=False)
 
 

@@ -21,6 +21,7 @@ from console import adapters
 from console.backends.base import ClusterBackend
 from console.backends.factory import cluster_backend
 from console.buffers.models import CapacityBuffer
+from console.commitments.models import Commitment
 from console.control.models import UnavailableOffering
 from console.control.reservations import with_reservations
 from console.fleet import manifests
@@ -119,6 +120,8 @@ def live_world(*, cluster: ClusterBackend | None = None, now: datetime | None = 
     buffers = list(CapacityBuffer.objects.all())
     workload += adapters.buffer_documents(buffers)  # as the loops read them
     workload += adapters.buffer_pod_templates(cluster=cluster, buffers=buffers)
+    # the stored Reserved Instances and Savings Plans, as the provision and disrupt loops price with them
+    workload += [c.manifest() for c in Commitment.objects.all()]
     # The provision loop only plans for pods the scheduler gave up on; a preview must agree with it.
     pending = {object_key(p) for p in cluster.pending_pods()}
     return World(workload, list(NodePool.objects.all()), list(EC2NodeClass.objects.all()), pending, now or timezone.now())
@@ -148,8 +151,11 @@ def run_plan(world: World, types: Sequence[api.InstanceType] | None = None) -> a
     inputs, _ = world.inputs()
     if world.pending_keys is not None:
         inputs.pending = [p for p in inputs.pending if p.key in world.pending_keys]
+    # with commitments, the plan prices what they cover at its marginal cost as the provision loop does, at the
+    # world's time (the commitments in force then); without, the plan is the one it always was
+    committed = {"commitments": inputs.commitments, "at": world.now} if inputs.commitments else {}
     return api.plan(inputs, types if types is not None else catalog(world),
-                    min_values_policy=api.MinValuesPolicy(settings.LOADMASTER_MIN_VALUES_POLICY))
+                    min_values_policy=api.MinValuesPolicy(settings.LOADMASTER_MIN_VALUES_POLICY), **committed)
 
 
 def run_world(world: World) -> Outcome:

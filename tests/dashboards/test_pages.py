@@ -12,12 +12,14 @@ from django.utils import timezone
 from tests.dashboards.conftest import build_fleet
 
 PAGES = ["/dashboards/", "/dashboards/binpacking/", "/dashboards/spot/", "/dashboards/unschedulable/",
-         "/dashboards/cost/"]
+         "/dashboards/cost/", "/dashboards/commitments/"]
 CHARTS = {"/dashboards/": ["chart-efficiency", "chart-cost", "chart-optimality", "chart-nodes"],
           "/dashboards/binpacking/": ["chart-nodes", "chart-pool-efficiency"],
           "/dashboards/spot/": ["chart-spot-cost", "chart-spot-pools"],
           "/dashboards/unschedulable/": ["chart-reasons", "chart-reasons-pools"],
-          "/dashboards/cost/": ["chart-cost-families", "chart-cost-pools", "chart-timeline"]}
+          "/dashboards/cost/": ["chart-cost-families", "chart-cost-pools", "chart-timeline"],
+          "/dashboards/commitments/": ["chart-commitment-cost", "chart-commitment-coverage",
+                                       "chart-commitment-utilization", "chart-commitment-unused"]}
 
 
 @pytest.fixture
