@@ -9,16 +9,8 @@ class FleetConfig(AppConfig):
 
     def ready(self) -> None:
         from console.buffers.signals import buffer_changed
-        from console.commitments.signals import commitment_changed
-        from console.fleet.services import (
-            buffer_change_record,
-            commitment_change_record,
-            overlay_change_record,
-        )
-        from console.overlays.signals import overlay_changed
+        from console.fleet.services import buffer_change_record
 
-        # the buffers', overlays' and commitments' writes go to the change history here (those apps do not import
-        # this one)
+        # the buffers' writes go to the change history here (that app does not import this one); NodeOverlays and
+        # Commitments, which build on the fleet, connect their own signals to it (their AppConfig.ready)
         buffer_changed.connect(buffer_change_record, dispatch_uid="fleet-buffer-history")
-        overlay_changed.connect(overlay_change_record, dispatch_uid="fleet-overlay-history")
-        commitment_changed.connect(commitment_change_record, dispatch_uid="fleet-commitment-history")

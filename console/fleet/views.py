@@ -85,24 +85,8 @@ def nodepool_detail(request: HttpRequest, name: str, *, scale_form: ScaleForm | 
         "decisions": selectors.recent_decisions(nodepool_name=pool.name),
         "history": selectors.change_history(object_type=ChangeRecord.NODEPOOL, name=pool.name),
         "nodeclass_exists": EC2NodeClass.objects.filter(name=pool.node_class_name).exists(),
-        "coverage": _coverage(pool),
     }, status=status)
 
-
-def _coverage(pool: NodePool) -> dict[str, Any]:
-    """The instance types the pool admits (their labels compatible with its requirements) that a commitment or
-    reservation covers (console/commitments/coverage.py)."""
-    from console import adapters
-    from console.commitments import coverage
-    from packing import api
-
-    try:
-        (engine_pool,) = adapters.cluster_inputs(pods=(), nodes=(), nodepools=[pool]).nodepools
-        types = [it for it in adapters.instance_types()
-                 if engine_pool.requirements.compatible(api.Requirements.from_labels(it.labels))]
-    except Exception as exc:  # noqa: BLE001 - a pool the engine cannot read: the page shows the rest
-        return {"rows": None, "error": f"{type(exc).__name__}: {exc}"[:300]}
-    return {"rows": coverage.coverage_by_type(types, now=timezone.now()), "error": ""}
 
 
 def nodepool_scale(request: HttpRequest, name: str) -> HttpResponse:

@@ -222,6 +222,18 @@ class Ledger:
         return True
 
 
+def _pods_admit(claim: NodeClaim, it: InstanceType, off: Offering) -> bool:
+    """Do the claim's pods' node requirements allow this type and offering? A claim made by bulk packing carries
+    only its pool's requirements, so moving it needs the pods' own checked: on the labels the type and the
+    offering decide (the pool's own labels were compatible already)."""
+    labels = {**it.labels, INSTANCE_TYPE_LABEL: it.name, ZONE_LABEL: off.zone, CAPACITY_TYPE_LABEL: off.capacity_type}
+    for p in claim.pods:
+        terms = p.node_requirement_terms()
+        if terms and not any(all(r.has(labels[k]) for k, r in term.items() if k in labels) for term in terms):
+            return False
+    return True
+
+
 def _refit(sv: Solve, claim: NodeClaim, ledger: Ledger) -> bool:
     """Move the claim off an offering whose pool has nothing left: its type's next offering, else the next type
     in ranked order that holds its pods (within the pool's limits). False when nothing is left to it."""
@@ -229,6 +241,8 @@ def _refit(sv: Solve, claim: NodeClaim, ledger: Ledger) -> bool:
     tpl, reqs = claim.tpl, claim.base_reqs
     o = claim.chosen
     off = o.offering_within(reqs, ledger.room)
+    if off is not None and not _pods_admit(claim, o.it, off):
+        off = None
     if off is None:
         ports = tuple(hp for p in claim.pods for hp in p.host_ports)
         alloc_t, _, order = tpl.ranked(reqs)
@@ -246,6 +260,8 @@ def _refit(sv: Solve, claim: NodeClaim, ledger: Ledger) -> bool:
                 if not fits:
                     continue
             off = cand.offering_within(reqs, ledger.room)
+            if off is not None and not _pods_admit(claim, cand.it, off):
+                off = None
             if off is not None:
                 if tpl.pool.limits:
                     sv.limits.reserve(tpl, o.it.capacity, -1)

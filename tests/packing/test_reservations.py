@@ -296,3 +296,25 @@ def test_a_reservation_is_offered_only_to_pools_of_the_nodeclasses_that_select_i
     # no NodeClass named (a plan file's reservation): any pool that asks for reserved capacity
     _, r = plan(pods, [all_capacity_pool("gpu", node_class="gpu")], scoped_catalog())
     assert on_reservation(r)
+
+
+def test_a_claim_moved_off_a_full_reservation_keeps_its_pods_requirements() -> None:
+    """The amd64 type's reservation is full and the arm64 type's has room: a claim holding a pod that asks amd64
+    may go only where its pods may, never to the arm64 reservation. (The property test
+    test_a_reservation_serves_only_the_pools_that_may_use_it found bulk packing's claims moved there; this is
+    the plain case of the same rule.)"""
+    from packing.requirements import Requirement
+    from packing.scheduling.scheduler import Scheduler
+    from packing.scheduling.verify import check_plan
+    from tests.engine_builders import CT, instance_type, pod, pool, with_reservation
+
+    amd = with_reservation(instance_type("a-2x", 2, 8, 0.1, spot_factor=None), "cr-amd", 0)
+    arm = with_reservation(instance_type("g-2x", 2, 8, 0.08, spot_factor=None, arch="arm64"), "cr-arm", 1)
+    pools = [pool("reserved", Requirement.new(CT, "In", ["reserved"]))]
+    pods = [pod("free", "500m", "1Gi"), pod("x86", "500m", "1Gi", node_selector={"kubernetes.io/arch": "amd64"})]
+    sched = Scheduler(pools, [amd, arm])
+    res = sched.solve(pods)
+    assert check_plan(sched, pods, res) == []
+    for c in res.nodeclaims:
+        if any(p.name == "x86" for p in c.pods):
+            assert c.instance_type == "a-2x"
