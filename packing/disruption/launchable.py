@@ -23,7 +23,15 @@ from packing.disruption.refusals import (
 from packing.instancetype import InstanceType
 from packing.nodepool import CAPACITY_TYPE_LABEL, INSTANCE_TYPE_LABEL, ZONE_LABEL, NodePool
 
-__all__ = ["TypeTable"]
+__all__ = ["TypeTable", "resource_keys"]
+
+
+def resource_keys(cluster: Cluster) -> tuple[str, ...]:
+    """The resources a type table counts: cpu, memory, pods and whatever a running or pending pod requests."""
+    keys = {"cpu", "memory", "pods"}
+    for p in (*cluster.running, *cluster.pending):
+        keys.update(p.requests)
+    return tuple(sorted(keys))
 
 
 class TypeTable:
@@ -34,10 +42,7 @@ class TypeTable:
         self._cluster = cluster
         self._pools = pools
         self._catalog = catalog
-        keys = {"cpu", "memory", "pods"}
-        for p in (*cluster.running, *cluster.pending):
-            keys.update(p.requests)
-        kt = tuple(sorted(keys))
+        kt = resource_keys(cluster)
         rows: list[list[int]] = []
         prices: list[float] = []
         self.options: list[tuple[str, str]] = []  # (instance type, capacity type) per row
