@@ -70,6 +70,7 @@ class TypeTable:
         self.keys = kt
         self.alloc: npt.NDArray[np.int64] = np.array(rows, dtype=np.int64).reshape(len(rows), len(kt))
         self.prices: npt.NDArray[np.float64] = np.array(prices, dtype=np.float64)
+        self._type_prices: dict[tuple[str, str, str], float | None] = {}
 
     def cheapest_option(self, row: int) -> CheapestOption:
         name, capacity_type = self.options[row]
@@ -130,6 +131,14 @@ class TypeTable:
 
     def type_price(self, it_name: str, pool: str, capacity_type: str) -> float | None:
         """The cheapest available offering of a type in the zones its pool allows (for a replacement's options)."""
+        key = (it_name, pool, capacity_type)
+        if key in self._type_prices:
+            return self._type_prices[key]
+        price = self._type_price(it_name, pool, capacity_type)
+        self._type_prices[key] = price  # asked again for every candidate of the pool, in every run sharing the table
+        return price
+
+    def _type_price(self, it_name: str, pool: str, capacity_type: str) -> float | None:
         it = self._catalog.get(it_name)
         if it is None:
             return None
