@@ -48,6 +48,7 @@ from packing.pods import Pod
 from packing.poolschedule import cluster_at
 from packing.scheduling.amounts import clamped_node, clamped_pod, representable_types
 from packing.scheduling.results import PlannedNodeClaim
+from packing.scheduling.tablecache import TableCache
 
 __all__ = [
     "MAX_MULTI_CANDIDATES",
@@ -160,6 +161,7 @@ def consolidate(
     max_solves: int = 20_000,
     price_blocked: bool = True,
     repack: bool = True,
+    tables: TableCache | None = None,
 ) -> Report:
     """The actions the disruption controller would take now, in order, with the reasons for every node it spares.
 
@@ -168,12 +170,14 @@ def consolidate(
     repack: also try Loadmaster's repack move (groups of nodes whose pods are re-planned onto new nodes, possibly
     more of them), after the moves that only delete nodes and before Karpenter's replacements; False gives
     Karpenter's result.
+    tables: what the run may reuse of tables built by earlier runs over the same catalog and pools
+    (packing.scheduling.tablecache); the result is the same with or without it.
     """
     now = at or datetime.now(UTC)
     # the NodePools as their clock policies make them now (limits, replicas, consolidation policy)
     cluster, opened = cluster_at(cluster, now)
     with gc_paused():  # one collection after the run instead of one after each of its solves
-        run = RunState(_in_engine_range(cluster), now, min_savings, max_solves)
+        run = RunState(_in_engine_range(cluster), now, min_savings, max_solves, tables)
         started = time.perf_counter()
         _run_methods(run, methods(run, repack=repack))
         report = _report(run, started, price_blocked=price_blocked)

@@ -24,7 +24,15 @@ from packing.instancetype import InstanceType
 from packing.nodepool import CAPACITY_TYPE_LABEL, INSTANCE_TYPE_LABEL, ZONE_LABEL, NodePool
 from packing.scheduling.reservations import pool_may_use
 
-__all__ = ["TypeTable"]
+__all__ = ["TypeTable", "resource_keys"]
+
+
+def resource_keys(cluster: Cluster) -> tuple[str, ...]:
+    """The resources a type table counts: cpu, memory, pods and whatever a running or pending pod requests."""
+    keys = {"cpu", "memory", "pods"}
+    for p in (*cluster.running, *cluster.pending):
+        keys.update(p.requests)
+    return tuple(sorted(keys))
 
 
 class TypeTable:
@@ -35,10 +43,7 @@ class TypeTable:
         self._cluster = cluster
         self._pools = pools
         self._catalog = catalog
-        keys = {"cpu", "memory", "pods"}
-        for p in (*cluster.running, *cluster.pending):
-            keys.update(p.requests)
-        kt = tuple(sorted(keys))
+        kt = resource_keys(cluster)
         rows: list[list[int]] = []
         prices: list[float] = []
         self.options: list[tuple[str, str]] = []  # (instance type, capacity type) per row
@@ -68,6 +73,7 @@ class TypeTable:
         self.keys = kt
         self.alloc: npt.NDArray[np.int64] = np.array(rows, dtype=np.int64).reshape(len(rows), len(kt))
         self.prices: npt.NDArray[np.float64] = np.array(prices, dtype=np.float64)
+        self._type_prices: dict[tuple[str, str, str], float | None] = {}
 
     def cheapest_option(self, row: int) -> CheapestOption:
         name, capacity_type = self.options[row]
@@ -128,6 +134,14 @@ class TypeTable:
 
     def type_price(self, it_name: str, pool: str, capacity_type: str) -> float | None:
         """The cheapest available offering of a type in the zones its pool allows (for a replacement's options)."""
+        key = (it_name, pool, capacity_type)
+        if key in self._type_prices:
+            return self._type_prices[key]
+        price = self._type_price(it_name, pool, capacity_type)
+        self._type_prices[key] = price  # asked again for every candidate of the pool, in every run sharing the table
+        return price
+
+    def _type_price(self, it_name: str, pool: str, capacity_type: str) -> float | None:
         it = self._catalog.get(it_name)
         if it is None:
             return None

@@ -617,9 +617,14 @@ class ClusterSim:
             if not any(p.limits for p in b.nodepools):
                 self._unlimited = b  # nothing to lift: share its per-pool tables instead of building them again
             else:
-                pools = [dataclasses.replace(p, limits=None) for p in b.nodepools]
+                def lifted() -> list[NodePool]:
+                    return [dataclasses.replace(p, limits=None) for p in b.nodepools]
+
+                # the same lifted pools for the same pools, so that their tables are found again
+                pools = lifted() if b.tables is None else b.tables.get("unlimited pools", b.nodepools, None, lifted)
                 self._unlimited = Scheduler(
-                    pools, b.instance_types, (), (), b.daemonsets, min_values_policy=b.min_values_policy
+                    pools, b.instance_types, (), (), b.daemonsets, min_values_policy=b.min_values_policy,
+                    tables=b.tables,
                 )
         return copy.copy(self._unlimited)
 

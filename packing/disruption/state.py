@@ -19,7 +19,7 @@ from packing.disruption.balanced import Scorer, pod_disruption_cost
 from packing.disruption.budgets import budget_limit
 from packing.disruption.donotdisrupt import do_not_disrupt_reason
 from packing.disruption.formatting import format_time, parse_time
-from packing.disruption.launchable import TypeTable
+from packing.disruption.launchable import TypeTable, resource_keys
 from packing.disruption.model import (
     BUDGET_REASONS,
     DO_NOT_DISRUPT,
@@ -41,6 +41,7 @@ from packing.pods import Pod
 from packing.scheduling.reservations import without_expiring_blocks
 from packing.scheduling.results import PlannedNodeClaim
 from packing.scheduling.scheduler import Scheduler
+from packing.scheduling.tablecache import TableCache
 
 __all__ = ["Fact", "NodeFacts", "RunState"]
 
@@ -89,8 +90,10 @@ EVICTION_COST: Fact[float] = Fact("eviction cost")
 
 
 class RunState:
-    def __init__(self, cluster: Cluster, at: datetime, min_savings: MinSavings | None, max_solves: int) -> None:
+    def __init__(self, cluster: Cluster, at: datetime, min_savings: MinSavings | None, max_solves: int,
+                 tables: TableCache | None = None) -> None:
         self.cluster = cluster
+        self.tables = tables
         self.at = at
         self.min_savings = min_savings
         self.max_solves = max_solves
@@ -109,6 +112,7 @@ class RunState:
             (),
             cluster.daemonsets,
             min_values_policy=cluster.min_values_policy,
+            tables=tables,
         )
         # the replacements the run launches take their share of reservations and commitments
         self.base.input_nodes = frozenset([*(n.name for n in cluster.nodes), *(s.name for s in cluster.inflight)])
@@ -160,7 +164,14 @@ class RunState:
 
     @cached_property
     def types(self) -> TypeTable:
-        return TypeTable(self.cluster, self.pools, self.catalog)
+        def build() -> TypeTable:
+            return TypeTable(self.cluster, self.pools, self.catalog)
+
+        if self.tables is None:
+            return build()
+        # it reads the catalog, the pools and the resource keys alone
+        objects = (*self.cluster.catalog, *self.cluster.nodepools)
+        return self.tables.get("disruption types", objects, resource_keys(self.cluster), build)
 
     # ------------------------------------------------------------------ facts about nodes
     def is_fixed(self, p: Pod) -> bool:

@@ -54,6 +54,7 @@ from packing.replay.config import Configuration, Timing
 from packing.replay.metrics import RunMetrics, Sample
 from packing.resources import Resources
 from packing.scheduling.scheduler import Scheduler
+from packing.scheduling.tablecache import TableCache
 from packing.taints import Taint, first_untolerated
 
 __all__ = ["ReplayRun", "initial_state"]
@@ -177,6 +178,8 @@ class ReplayRun:
         self._waiting: dict[str, tuple[list[str], str, Mapping[str, str]]] = {}  # replacement -> action
         self._launches: dict[str, NodeLaunched] | None = None
         self._freed = Resources()  # what departures freed since disruption last ran
+        # the solves' and consolidation's tables of one catalog and one set of pools, built once for all of them
+        self.tables = TableCache()
 
     # ------------------------------------------------------------------ running
     def run(self) -> RunMetrics:
@@ -395,7 +398,8 @@ class ReplayRun:
         live = [n for n in self.nodes.values() if n.ended is None and not n.draining]
         running = [pod for n in live for pod in n.pods.values()]
         running += [pod.on_node(n.name) for n in live for pod in n.nominated.values()]
-        sched = Scheduler(pools, catalog, [n.spec() for n in live], running, list(self.daemonsets.values()))
+        sched = Scheduler(pools, catalog, [n.spec() for n in live], running, list(self.daemonsets.values()),
+                          tables=self.tables)
         res = sched.solve([waiting[k].pod for k in sorted(waiting)], lower_bound=False)
         for placement in res.existing:
             n = self.nodes.get(placement.name)
@@ -508,7 +512,7 @@ class ReplayRun:
             running=running, pending=[p.pod for p in self.pending.values()],
             daemonsets=list(self.daemonsets.values()), settings=dict(settings), inflight=inflight)
         self.metrics.disruption_runs += 1
-        report = consolidate(cluster, at, price_blocked=False, repack=self.repack)
+        report = consolidate(cluster, at, price_blocked=False, repack=self.repack, tables=self.tables)
         self._changed = False
         for action in report.actions:
             targets = [self.nodes[n] for n in action.nodes if n in self.nodes]

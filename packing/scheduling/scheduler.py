@@ -35,6 +35,7 @@ from packing.scheduling.reasons import Reason
 from packing.scheduling.reservations import choice_catalog, has_limited
 from packing.scheduling.results import Results
 from packing.scheduling.solve import Solve
+from packing.scheduling.tablecache import TableCache
 from packing.scheduling.templates import PoolTemplate
 
 __all__ = ["Scheduler", "Strategy"]
@@ -57,19 +58,22 @@ class Scheduler:
         daemonsets: Sequence[DaemonSet] = (),
         *,
         min_values_policy: MinValuesPolicy = MinValuesPolicy.STRICT,
+        tables: TableCache | None = None,
     ) -> None:
         # heavier pools first, then by name so that the plan never depends on input order
         self.min_values_policy = MinValuesPolicy(min_values_policy)
         self.nodepools = sorted(nodepools, key=lambda p: (-p.weight, p.name))
-        # amounts beyond MAX_AMOUNT are not computed with (see packing.resources.MAX_AMOUNT)
-        self.instance_types = representable_types(instance_types)
-        # reserved offerings and commitments' shares are limited (packing.scheduling.reservations)
-        self.limited = has_limited(self.instance_types)
+        # tables of the catalog alone (the same for every Scheduler over it: see packing.scheduling.tablecache)
+        self.tables = tables
+        catalog_tables = (
+            tables.get("catalog", instance_types, None, lambda: _catalog_tables(instance_types))
+            if tables is not None
+            else _catalog_tables(instance_types)
+        )
+        self.instance_types, self.limited, self.type_keys, self._price = catalog_tables
         # the disruption simulation's input nodes: the others were launched by its actions and take their
         # share of reservations and commitments (packing.scheduling.reservations.Ledger); None in a plan
         self.input_nodes: frozenset[str] | None = None
-        if self.limited:
-            self.instance_types = choice_catalog(self.instance_types)
         self.existing_nodes = [clamped_node(n) for n in existing_nodes]
         self.running_pods = [clamped_pod(p) for p in running_pods]
         self.daemonsets = [
@@ -78,22 +82,7 @@ class Scheduler:
         ]
         # pool name -> why the engine cannot launch from it, filled as templates are built (see templates())
         self.unusable_reasons: dict[str, Reason] = {}
-        tk: set[str] = {ZONE_LABEL, CAPACITY_TYPE_LABEL, INSTANCE_TYPE_LABEL}
-        for it in self.instance_types:
-            tk.update(it.labels)
-        tk.discard(NODEPOOL_LABEL)
-        tk.discard(HOSTNAME_LABEL)
-        self.type_keys = frozenset(tk)
         self._tpl_cache: dict[tuple[str, ...], list[PoolTemplate]] = {}
-        self._price: dict[tuple[str, str, str], float] = {}
-        for it in self.instance_types:
-            for o in it.offerings:
-                if o.coverage is not None:
-                    continue  # a commitment's share of an on-demand offering lists at that offering's price
-                if o.price is not None:
-                    self._price[(it.name, o.zone, o.capacity_type)] = (
-                        o.list_price if o.list_price is not None else o.price
-                    )
 
     def price_of(self, labels: Mapping[str, str]) -> float | None:
         return self._price.get(
@@ -115,7 +104,7 @@ class Scheduler:
                 if p.static:
                     continue  # a static pool never launches a node for pods (explain.static_reasons says so)
                 try:
-                    tpl = PoolTemplate(p, self.instance_types, self.daemonsets, keys, self.type_keys)
+                    tpl = self._template(p, keys)
                 except Exception as e:  # noqa: BLE001 - contained: one broken pool must not stop the others
                     self.unusable_reasons.setdefault(p.name, reasons.pool_preparation_failed(p.name, e))
                     continue
@@ -124,6 +113,14 @@ class Scheduler:
                 hit.append(tpl)
             self._tpl_cache[keys] = hit
         return hit
+
+    def _template(self, pool: NodePool, keys: tuple[str, ...]) -> PoolTemplate:
+        def build() -> PoolTemplate:
+            return PoolTemplate(pool, self.instance_types, self.daemonsets, keys, self.type_keys)
+
+        if self.tables is None:
+            return build()
+        return self.tables.get("template", (pool, *self.instance_types, *self.daemonsets), keys, build)
 
     @property
     def unusable(self) -> dict[str, str]:
@@ -193,6 +190,33 @@ class Scheduler:
             best.lower_bound = bound.lower_bound(self, best, list(pods))
             best.solve_seconds = time.perf_counter() - started
         return best
+
+
+CatalogTables = tuple[list[InstanceType], bool, frozenset[str], dict[tuple[str, str, str], float]]
+
+
+def _catalog_tables(instance_types: Sequence[InstanceType]) -> CatalogTables:
+    """The catalog as solves use it, whether it has limited offerings, the label keys of its types, and each
+    offering's price by (type, zone, capacity type)."""
+    # amounts beyond MAX_AMOUNT are not computed with (see packing.resources.MAX_AMOUNT)
+    types = representable_types(instance_types)
+    # reserved offerings and commitments' shares are limited (packing.scheduling.reservations)
+    limited = has_limited(types)
+    if limited:
+        types = choice_catalog(types)
+    tk: set[str] = {ZONE_LABEL, CAPACITY_TYPE_LABEL, INSTANCE_TYPE_LABEL}
+    for it in types:
+        tk.update(it.labels)
+    tk.discard(NODEPOOL_LABEL)
+    tk.discard(HOSTNAME_LABEL)
+    price: dict[tuple[str, str, str], float] = {}
+    for it in types:
+        for o in it.offerings:
+            if o.coverage is not None:
+                continue  # a commitment's share of an on-demand offering lists at that offering's price
+            if o.price is not None:
+                price[(it.name, o.zone, o.capacity_type)] = o.list_price if o.list_price is not None else o.price
+    return types, limited, frozenset(tk), price
 
 
 def _weight_ties(tpls: Sequence[PoolTemplate]) -> list[list[PoolTemplate]]:
