@@ -18,6 +18,8 @@ from typing import Any
 from django.db.models import Avg, Count, Max
 from django.db.models.functions import TruncHour
 
+from console.control.models import CapacityReservationStatus
+from console.control.reservations import CAPACITY_BLOCK_LEAD_TIME
 from console.dashboards.selectors import DEFAULT_WINDOW, is_long, window_start
 from console.telemetry.models import CommitmentSample, MetricSample
 
@@ -158,3 +160,33 @@ def commitments_by_kind(series: list[CommitmentSeries]) -> tuple[list[datetime],
         for t, c in zip(s.at, s.covered_per_hour, strict=True):
             out[s.kind][t] = out[s.kind].get(t, 0.0) + c
     return times, {kind: [v.get(t, 0.0) for t in times] for kind, v in out.items()}
+
+
+@dataclass(frozen=True)
+class BlockWindow:
+    """A Capacity Block as the commitments page shows it: its window, when its nodes start to be drained (the
+    Capacity Block loop's lead time before the end), and whether that is now."""
+
+    reservation_id: str
+    nodeclass: str
+    instance_type: str
+    zone: str
+    available: int
+    total: int
+    starts: datetime | None
+    ends: datetime | None
+    drain_from: datetime | None
+    state: str
+
+
+def capacity_blocks(*, now: datetime) -> list[BlockWindow]:
+    """The Capacity Blocks the EC2NodeClasses' last reservation sync found (console.control's status rows)."""
+    out = []
+    for r in CapacityReservationStatus.objects.filter(type=CapacityReservationStatus.CAPACITY_BLOCK).order_by(
+            "ends", "reservation_id"):
+        drain = r.ends - CAPACITY_BLOCK_LEAD_TIME if r.ends is not None else None
+        state = ("ended" if r.ends is not None and now >= r.ends else "draining" if drain is not None and now >= drain
+                 else "active" if r.starts is None or now >= r.starts else "not started")
+        out.append(BlockWindow(r.reservation_id, r.nodeclass_name, r.instance_type, r.zone, r.available, r.total,
+                               r.starts, r.ends, drain, state))
+    return out

@@ -202,7 +202,7 @@ def commitments(request: HttpRequest) -> HttpResponse:
     ]
     return render(request, "dashboards/commitments.html", _ctx(
         request, "commitments", window, pool, figures=figures, current=commitment_selectors.commitments_now(),
-        kinds=kinds))
+        kinds=kinds, blocks=commitment_selectors.capacity_blocks(now=now)))
 
 
 @lru_cache(maxsize=1)

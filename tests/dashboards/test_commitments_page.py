@@ -83,3 +83,20 @@ def test_an_hour_with_an_unknown_minute_has_an_unknown_mean(db: Any) -> None:
     costs = commitment_selectors.cost_points(window="7d", now=now)
     assert [c.effective for c in costs] == [None]
     assert MetricSample.objects.count() == 2
+
+
+def test_the_page_shows_each_capacity_blocks_window_and_when_its_nodes_go(viewer_client: Client, db: Any) -> None:
+    from console.control.models import CapacityReservationStatus
+
+    now = timezone.now().replace(second=0, microsecond=0)
+    for rid, starts, ends in (("cr-soon", now - timedelta(hours=2), now + timedelta(minutes=20)),
+                              ("cr-later", now + timedelta(hours=1), now + timedelta(hours=5))):
+        CapacityReservationStatus.objects.create(
+            nodeclass_name="default", reservation_id=rid, instance_type="p5.48xlarge", zone="us-east-1a", available=1,
+            total=2, instance_match_criteria="targeted", type=CapacityReservationStatus.CAPACITY_BLOCK, starts=starts,
+            ends=ends, synced_at=now)
+    html = viewer_client.get("/dashboards/commitments/").content.decode()
+    assert 'id="capacity-blocks"' in html
+    soon = html[html.index("cr-soon"):html.index("cr-later")]
+    assert f"{(now + timedelta(minutes=20) - timedelta(minutes=40)):%Y-%m-%d %H:%M}" in soon and "draining" in soon
+    assert "not started" in html[html.index("cr-later"):]
