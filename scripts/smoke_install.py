@@ -422,8 +422,9 @@ def _fillers() -> dict[str, Callable[[], dict[str, str] | None]]:
     import plotly
 
     from console.alerts.models import AlertRule, Channel
-    from console.catalog.models import PriceOverrideRule
+    from console.commitments.models import Commitment
     from console.fleet.models import Decision, EC2NodeClass, NodeClaim, NodePool
+    from console.overlays.models import NodeOverlay
     from console.simulation.models import SimObject
     from console.whatif.models import Snapshot
 
@@ -439,7 +440,10 @@ def _fillers() -> dict[str, Callable[[], dict[str, str] | None]]:
         "snapshots": lambda: first(Snapshot.objects.order_by("pk"), pk="pk"),
         "channels": lambda: first(Channel.objects.order_by("pk"), pk="pk"),
         "rules": lambda: first(AlertRule.objects.order_by("pk"), pk="pk"),
-        "overrides": lambda: first(PriceOverrideRule.objects.order_by("pk"), pk="pk"),
+        # the catalog page's price overrides are NodeOverlays (console/overlays)
+        "overrides": lambda: first(NodeOverlay.objects.order_by("name"), name="name"),
+        "nodeoverlays": lambda: first(NodeOverlay.objects.order_by("name"), name="name"),
+        "commitments": lambda: first(Commitment.objects.order_by("name"), name="name"),
         "nodes": lambda: first(SimObject.objects.filter(kind="Node").order_by("name"), name="name"),
         "pods": lambda: first(SimObject.objects.filter(kind="Pod").exclude(namespace="kube-system").order_by("name"),
                               namespace="namespace", name="name"),
