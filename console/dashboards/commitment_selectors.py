@@ -18,8 +18,8 @@ from typing import Any
 from django.db.models import Avg, Count, Max
 from django.db.models.functions import TruncHour
 
+from console.backends.aws_reservations import CAPACITY_BLOCK_LEAD_TIME
 from console.control.models import CapacityReservationStatus
-from console.control.reservations import CAPACITY_BLOCK_LEAD_TIME
 from console.dashboards.selectors import DEFAULT_WINDOW, is_long, window_start
 from console.telemetry.models import CommitmentSample, MetricSample
 

@@ -3,36 +3,24 @@ A Django ValidationError from the model (the CRD's rules) is a 400 keyed by the 
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager
 from typing import Any
 
-from django.core.exceptions import ValidationError as DjangoValidationError
-from django.db import IntegrityError
 from django.http import Http404
-from rest_framework import serializers, status, viewsets
+from rest_framework import status, viewsets
 from rest_framework.request import Request
 from rest_framework.response import Response
-from rest_framework.settings import api_settings
 
 from console.buffers import selectors, services
 from console.buffers.api.serializers import CapacityBufferSerializer
 from console.buffers.models import CapacityBuffer
+from console.service_api import service_errors
 
 FIELDS = CapacityBufferSerializer.Meta.fields[:10]
 
 
-@contextmanager
-def _service_errors() -> Iterator[None]:
-    try:
-        yield
-    except DjangoValidationError as exc:
-        errors: dict[str, list[str]] = {}
-        for field, messages in exc.message_dict.items():
-            errors.setdefault(api_settings.NON_FIELD_ERRORS_KEY if field == "__all__" else field, []).extend(messages)
-        raise serializers.ValidationError(errors) from exc
-    except IntegrityError as exc:
-        raise serializers.ValidationError({"name": ["A CapacityBuffer with this namespace and name exists."]}) from exc
+def _service_errors() -> AbstractContextManager[None]:
+    return service_errors("A CapacityBuffer with this namespace and name exists.")
 
 
 class CapacityBufferViewSet(viewsets.ModelViewSet):

@@ -1,78 +1,36 @@
 """/api/nodeoverlays/: CRUD over NodeOverlays, looked up by name, writing through the services. A Django
-ValidationError from the model (the CRD rules) is a 400 keyed by the field it names."""
+ValidationError from the model (the CRD rules) is a 400 keyed by the field it names (console.service_api)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
 from typing import Any
-
-from django.core.exceptions import ValidationError as DjangoValidationError
-from django.db import IntegrityError
-from django.http import Http404
-from rest_framework import serializers, status, viewsets
-from rest_framework.request import Request
-from rest_framework.response import Response
-from rest_framework.settings import api_settings
 
 from console.overlays import selectors, services
 from console.overlays.api.serializers import NodeOverlaySerializer
-from console.overlays.models import NodeOverlay
-
-FIELDS = NodeOverlaySerializer.Meta.fields[:7]
+from console.service_api import NamedObjectViewSet
 
 
-@contextmanager
-def _service_errors() -> Iterator[None]:
-    try:
-        yield
-    except DjangoValidationError as exc:
-        errors: dict[str, list[str]] = {}
-        for field, messages in exc.message_dict.items():
-            errors.setdefault(api_settings.NON_FIELD_ERRORS_KEY if field == "__all__" else field, []).extend(messages)
-        raise serializers.ValidationError(errors) from exc
-    except IntegrityError as exc:
-        raise serializers.ValidationError({"name": ["A NodeOverlay with this name exists."]}) from exc
-
-
-class NodeOverlayViewSet(viewsets.ModelViewSet):
+class NodeOverlayViewSet(NamedObjectViewSet):
     serializer_class = NodeOverlaySerializer
-    lookup_field = "name"
-    lookup_value_regex = r"[^/]+"
+    kind = "NodeOverlay"
+    fields = NodeOverlaySerializer.Meta.fields[:7]
 
-    def get_queryset(self) -> Any:
+    @staticmethod
+    def list_rows() -> Any:
         return selectors.overlay_list()
 
-    def get_object(self) -> NodeOverlay:
-        row = selectors.overlay_get(name=str(self.kwargs["name"]))
-        if row is None:
-            raise Http404("no such NodeOverlay")
-        self.check_object_permissions(self.request, row)
-        return row
+    @staticmethod
+    def get_row(name: str) -> Any:
+        return selectors.overlay_get(name=name)
 
-    def _values(self, data: dict[str, Any], base: NodeOverlay | None = None) -> dict[str, Any]:
-        values = {k: getattr(base, k) for k in FIELDS} if base is not None else {}
-        values.update({k: v for k, v in data.items() if k in FIELDS})
-        return values
+    @staticmethod
+    def create_row(values: dict[str, Any], user: Any) -> Any:
+        return services.overlay_create(values=values, user=user, source="api")
 
-    def create(self, request: Request, *args: Any, **kwargs: Any) -> Response:
-        serializer = self.get_serializer(data=request.data)
-        serializer.is_valid(raise_exception=True)
-        with _service_errors():
-            row = services.overlay_create(values=self._values(dict(serializer.validated_data)), user=request.user,
-                                            source="api")
-        return Response(self.get_serializer(row).data, status=status.HTTP_201_CREATED)
+    @staticmethod
+    def update_row(row: Any, values: dict[str, Any], user: Any) -> Any:
+        return services.overlay_update(overlay=row, values=values, user=user, source="api")
 
-    def update(self, request: Request, *args: Any, **kwargs: Any) -> Response:
-        partial = kwargs.pop("partial", False)
-        row = self.get_object()
-        serializer = self.get_serializer(row, data=request.data, partial=partial)
-        serializer.is_valid(raise_exception=True)
-        with _service_errors():
-            row = services.overlay_update(overlay=row, values=self._values(dict(serializer.validated_data), row),
-                                             user=request.user, source="api")
-        return Response(self.get_serializer(row).data)
-
-    def destroy(self, request: Request, *args: Any, **kwargs: Any) -> Response:
-        services.overlay_delete(overlay=self.get_object(), user=request.user, source="api")
-        return Response(status=status.HTTP_204_NO_CONTENT)
+    @staticmethod
+    def delete_row(row: Any, user: Any) -> Any:
+        return services.overlay_delete(overlay=row, user=user, source="api")
