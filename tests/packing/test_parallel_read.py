@@ -27,8 +27,12 @@ def dump(n: int, seed: int = 1) -> str:
 
 @pytest.fixture
 def small_texts_too(monkeypatch: pytest.MonkeyPatch) -> list[bool]:
-    """Every text is read on two cores (not only large ones); the list records each attempt's outcome."""
+    """Every text is read on two cores (not only large ones); the list records each attempt's outcome. Threads an
+    earlier test of the same process left running (the suite runs in one process in CI) would make the reader
+    decline to fork: this process counts as single-threaded here (test_threads_running_keep_it_on_one_core checks
+    the refusal itself)."""
     monkeypatch.setattr(parallelread, "PARALLEL_MIN_CHARS", 0)
+    monkeypatch.setattr(parallelread.threading, "active_count", lambda: 1)
     outcomes: list[bool] = []
     real = parallelread.read_in_two
 
@@ -115,3 +119,22 @@ def test_a_fork_that_fails_reads_on_one_core(small_texts_too: list[bool], monkey
     text = dump(12)
     assert read(text, parallel=True) == read(text, parallel=False)
     assert small_texts_too == [False]
+
+
+def test_threads_running_keep_it_on_one_core(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Forking a process with other threads running can copy a lock one of them holds: the reader stays on one
+    core then, and reads the same inputs."""
+    monkeypatch.setattr(parallelread, "PARALLEL_MIN_CHARS", 0)
+    monkeypatch.setattr(parallelread.threading, "active_count", lambda: 2)
+    outcomes: list[bool] = []
+    real = parallelread.read_in_two
+
+    def recorded(*args: Any) -> bool:
+        done = real(*args)
+        outcomes.append(done)
+        return done
+
+    monkeypatch.setattr("packing.kubeobjects.read_in_two", recorded)
+    text = dump(41)
+    assert read(text, parallel=True) == read(text, parallel=False)
+    assert outcomes == [False]
