@@ -11,6 +11,7 @@ from typing import Any
 from django.core.exceptions import ValidationError
 from django.db import transaction
 
+from console import named_rows
 from console.commitments import manifests, signals
 from console.commitments.models import Commitment
 
@@ -38,14 +39,8 @@ def _apply(commitment: Commitment, values: Mapping[str, Any], *, user: Any = Non
     before: dict[str, Any] | None = None if saved is None else saved.manifest()
     for key, value in _given(values).items():
         setattr(commitment, key, value)
-    commitment.full_clean()
-    creating = saved is None
-    if saved is not None and saved.name != commitment.name:
-        # a rename is the old commitment gone and a new one made, each in the history of its own name
-        _record(saved, action="deleted", before=before, user=user, source=source)
-        creating, before = True, None
-    commitment.save()
-    _record(commitment, action="created" if creating else "updated", before=before, user=user, source=source)
+    named_rows.save_recorded(commitment, saved, before, record=lambda row, action, was: _record(
+        row, action=action, before=was, user=user, source=source))
     return commitment
 
 
@@ -117,25 +112,7 @@ def commitment_prune(*, source: str, keep: Collection[str]) -> int:
 def commitment_import_check(*, values: Mapping[str, Any]) -> tuple[str, list[tuple[str, str]]]:
     """What importing these values would do ("created", "updated" or "unchanged") and the model's problems as
     (document path, message); nothing is written."""
-    existing = Commitment.objects.filter(name=values.get("name")).first()
-    candidate = existing or Commitment()
-    given = {k: _EMPTY[k] if values.get(k) is None else values[k] for k in manifests.FIELDS}
-    unchanged = existing is not None and all(getattr(existing, k) == v for k, v in given.items())
-    for key, value in given.items():
-        setattr(candidate, key, value)
-    try:
-        candidate.full_clean(validate_unique=existing is None)
-    except ValidationError as exc:
-        problems = []
-        for field, messages in exc.message_dict.items():
-            for message in messages:
-                path = manifests.PATHS.get(field, "spec")
-                sub, sep, rest = message.partition(": ")
-                if sep and sub and " " not in sub:
-                    path, message = f"{path}.{sub}", rest
-                problems.append((path, message))
-        return "", problems
-    return ("created" if existing is None else "unchanged" if unchanged else "updated"), []
+    return named_rows.import_check(Commitment, values, fields=manifests.FIELDS, empty=_EMPTY, paths=manifests.PATHS)
 
 
 def commitment_import_apply(*, values: Mapping[str, Any], user: Any = None) -> None:

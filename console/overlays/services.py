@@ -11,7 +11,7 @@ from typing import Any
 from django.core.exceptions import ValidationError
 from django.db import transaction
 
-from console import adapters
+from console import adapters, named_rows
 from console.overlays import manifests, signals
 from console.overlays.models import NodeOverlay
 
@@ -42,14 +42,8 @@ def _apply(overlay: NodeOverlay, values: Mapping[str, Any], *, user: Any = None,
     for key in manifests.FIELDS:
         if key in values:
             setattr(overlay, key, _EMPTY[key] if values[key] is None else values[key])
-    overlay.full_clean()
-    creating = saved is None
-    if saved is not None and saved.name != overlay.name:
-        # a rename is the old overlay gone and a new one made, each in the history of its own name
-        _record(saved, action="deleted", before=before, user=user, source=source)
-        creating, before = True, None
-    overlay.save()
-    _record(overlay, action="created" if creating else "updated", before=before, user=user, source=source)
+    named_rows.save_recorded(overlay, saved, before, record=lambda row, action, was: _record(
+        row, action=action, before=was, user=user, source=source))
     transaction.on_commit(_invalidate)
     return overlay
 
@@ -76,25 +70,7 @@ def overlay_delete(*, overlay: NodeOverlay, user: Any = None, source: str = "for
 def overlay_import_check(*, values: Mapping[str, Any]) -> tuple[str, list[tuple[str, str]]]:
     """What importing these values would do ("created", "updated" or "unchanged") and the model's problems as
     (manifest path, message); nothing is written."""
-    existing = NodeOverlay.objects.filter(name=values.get("name")).first()
-    candidate = existing or NodeOverlay()
-    given = {k: _EMPTY[k] if values.get(k) is None else values[k] for k in manifests.FIELDS}
-    unchanged = existing is not None and all(getattr(existing, k) == v for k, v in given.items())
-    for key, value in given.items():
-        setattr(candidate, key, value)
-    try:
-        candidate.full_clean(validate_unique=existing is None)
-    except ValidationError as exc:
-        problems = []
-        for field, messages in exc.message_dict.items():
-            for message in messages:
-                path = manifests.PATHS.get(field, "spec")
-                sub, sep, rest = message.partition(": ")
-                if sep and sub and " " not in sub:  # a place inside the field, as NodeOverlay.clean puts it
-                    path, message = f"{path}{'' if sub.startswith('[') else '.'}{sub}", rest
-                problems.append((path, message))
-        return "", problems
-    return ("created" if existing is None else "unchanged" if unchanged else "updated"), []
+    return named_rows.import_check(NodeOverlay, values, fields=manifests.FIELDS, empty=_EMPTY, paths=manifests.PATHS)
 
 
 def overlay_import_apply(*, values: Mapping[str, Any], user: Any = None) -> None:
