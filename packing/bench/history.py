@@ -66,6 +66,8 @@ class _Node:
     used_cpu: int = 0
     used_mem: int = 0
     pods: set[str] = field(default_factory=set)
+    launched: datetime = START
+    last_departure: datetime = START
 
 
 def _template(cpu: int, mem: int, app: str) -> dict[str, Any]:
@@ -100,7 +102,7 @@ def synthetic_history(*, days: float, nodes: int, pods: int, seed: int = 1) -> H
         spot = rng.random() < 1 / 3
         events.append(NodeLaunched(at, name, kind, ZONES[rng.randrange(3)], "spot" if spot else "on-demand",
                                    round(price * (0.38 if spot else 1.0), 6), "default"))
-        node = _Node(name, cpu, mem)
+        node = _Node(name, cpu, mem, launched=at)
         live_nodes[name] = node
         if spot:
             spot_nodes.add(name)
@@ -109,17 +111,20 @@ def synthetic_history(*, days: float, nodes: int, pods: int, seed: int = 1) -> H
     for _ in range(nodes):
         launch(START)
     where: dict[str, tuple[str, int, int]] = {}
+    bound: dict[str, datetime] = {}
     alive: dict[str, list[str]] = {w[0]: [] for w in workloads}
 
     def arrive(at: datetime, w: tuple[str, str, int, int, int], initial: bool) -> None:
         app, sid, cpu, mem, _ = w
         name = f"{app}-{next(counter):07d}"
-        node = next((n for n in live_nodes.values() if n.used_cpu + cpu <= n.cpu and n.used_mem + mem <= n.mem),
-                    None) or launch(at)
+        # events are drawn at random times within a step, so a node is only taken if it was launched by then
+        node = next((n for n in live_nodes.values()
+                     if n.launched <= at and n.used_cpu + cpu <= n.cpu and n.used_mem + mem <= n.mem), None) or launch(at)
         node.used_cpu += cpu
         node.used_mem += mem
         node.pods.add(name)
         where[name] = (node.name, cpu, mem)
+        bound[name] = at if initial else at + timedelta(seconds=2)
         alive[app].append(name)
         if initial:
             events.append(PodArrived(at, "shop", name, sid, owner_kind="ReplicaSet", owner_name=f"{app}-rs",
@@ -130,15 +135,18 @@ def synthetic_history(*, days: float, nodes: int, pods: int, seed: int = 1) -> H
 
     def depart(at: datetime, app: str, name: str) -> None:
         node_name, cpu, mem = where.pop(name)
+        del bound[name]
         alive[app].remove(name)
         n = live_nodes.get(node_name)
         if n is not None:
             n.used_cpu -= cpu
             n.used_mem -= mem
             n.pods.discard(name)
+            n.last_departure = max(n.last_departure, at)
             if not n.pods and len(live_nodes) > nodes // 2:
                 del live_nodes[node_name]
-                events.append(NodeTerminated(at + timedelta(seconds=30), node_name, "consolidation: empty"))
+                events.append(NodeTerminated(n.last_departure + timedelta(seconds=30), node_name,
+                                             "consolidation: empty"))
         events.append(PodDeparted(at, "shop", name))
 
     for w in workloads:
@@ -156,10 +164,13 @@ def synthetic_history(*, days: float, nodes: int, pods: int, seed: int = 1) -> H
             while len(alive[app]) < want:
                 arrive(t + timedelta(seconds=rng.randrange(300)), w, False)
             while len(alive[app]) > want:
-                depart(t + timedelta(seconds=rng.randrange(300)), app, alive[app][0])
+                oldest = alive[app][0]
+                depart(max(t + timedelta(seconds=rng.randrange(300)), bound[oldest] + timedelta(seconds=1)), app,
+                       oldest)
             for name in list(alive[app]):
                 if rng.random() < step.total_seconds() / (6 * 3600):
-                    at = t + timedelta(seconds=rng.randrange(300))
+                    # a pod bound later in this step restarts after it was bound
+                    at = max(t + timedelta(seconds=rng.randrange(300)), bound[name] + timedelta(seconds=1))
                     depart(at, app, name)
                     arrive(at + timedelta(seconds=1), w, False)
         if rng.random() < 4 * step.total_seconds() / 86400:  # about four interruptions a day

@@ -172,10 +172,12 @@ class ClusterSim:
         self._place_many([p], node)
 
     def _place_many(self, pods: Sequence[Pod], node: str) -> None:
-        """Run `pods` on `node`: inert ones folded into its allocatable (summed once), the others listed."""
+        """Run `pods` on `node`: inert ones folded into its allocatable (summed once), the others listed. A
+        DaemonSet's pod stays listed: the Scheduler reserves the room of every DaemonSet it does not see running
+        on a node, so a folded one would take its room twice."""
         folded: dict[str, int] | None = None
         for p in pods:
-            if self.inert(p):
+            if self.inert(p) and p.owner_kind != "DaemonSet":
                 if folded is None:
                     folded = dict(self._folded[node])
                 for k, v in p.requests.items():

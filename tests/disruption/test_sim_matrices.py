@@ -39,3 +39,26 @@ def test_incremental_matrices_equal_a_rebuild(monkeypatch: pytest.MonkeyPatch, p
     # deletes and repacks (new nodes among the old, pods into their room) all went through the check
     assert checked == len(report.actions) >= 4
     assert {a.method for a in report.actions} >= {"repack", "multi-node", "single-node"}
+
+
+def test_a_running_daemonset_pod_takes_its_room_once() -> None:
+    """The what-ifs' compact view folds the room of pods no rule can see into their node; a DaemonSet pod so
+    folded must not also be reserved as one that will come to the node (it once was: the pending pod below,
+    which fits beside it, was sent to a new node)."""
+    from packing.nodepool import DaemonSet, ExistingNodeSpec
+    from packing.pods import Pod
+    from packing.resources import Resources
+    from packing.scheduling.scheduler import Scheduler
+
+    def a_pod(name: str, cpu: str, node: str = "", **kw: str) -> Pod:
+        return Pod(name, "kube-system", {}, Resources.parse({"cpu": cpu, "memory": "100Mi"}), node_name=node, **kw)
+
+    ds = DaemonSet("kube-system", "agent", a_pod("agent", "500m", owner_kind="DaemonSet", owner_name="agent"))
+    running = a_pod("agent-n1", "500m", "n1", owner_kind="DaemonSet", owner_name="agent")
+    spec = ExistingNodeSpec("n1", {"kubernetes.io/hostname": "n1"}, Resources.parse({"cpu": "2", "memory": "4Gi"}),
+                            (), True, "Node")
+    pending = a_pod("web", "1500m")
+    sim = simulation.ClusterSim(Scheduler([], bench_catalog()[0], (), (), [ds]), [spec], [running], [pending],
+                                fixed={running.key})
+    assert [p.key for p in sim.reserved_on["n1"]] == [pending.key]
+    assert sim.free_room("n1") == Resources.parse({"cpu": "0", "memory": "3896Mi"})

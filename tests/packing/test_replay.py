@@ -214,3 +214,21 @@ def test_a_bad_change_exits_2_naming_the_document(tmp_path: Path) -> None:
     other.write_text("apiVersion: v1\nkind: Pod\nmetadata: {name: x}\n")
     code, _, err = run([path, "--change", str(other)])
     assert code == 2 and "a change holds NodePools and EC2NodeClasses" in err
+
+
+def test_benchmark_history_is_a_valid_history_file() -> None:
+    """The replay benchmark's synthetic history, written with --write, reads back through the CLI's own checks
+    (a pod restarted later in the step it arrived in once left before it arrived)."""
+    from packing.bench.history import iter_lines, synthetic_history
+    from packing.history.jsonl import read_history
+
+    history = synthetic_history(days=0.5, nodes=40, pods=400, seed=3)
+    text = "".join(iter_lines(history))
+    again = read_history(text.splitlines(keepends=True), "bench.jsonl")
+    assert len(again.events) == len(history.events)
+    arrivals: dict[str, datetime] = {}
+    for e in history.events:
+        if isinstance(e, PodArrived):
+            arrivals[e.key] = e.at
+        elif isinstance(e, PodDeparted):
+            assert e.key in arrivals and arrivals[e.key] <= e.at
