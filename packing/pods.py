@@ -200,6 +200,14 @@ class Pod:
     def key(self) -> str:
         return self._key
 
+    @property
+    def has_topology_rules(self) -> bool:
+        """A topology spread or a pod (anti-)affinity, required or preferred."""
+        return bool(
+            self.spread or self.affinity or self.anti_affinity or self.preferred_affinity
+            or self.preferred_anti_affinity
+        )
+
     def on_node(self, node_name: str) -> Pod:
         """This pod running on `node_name` (dataclasses.replace(self, node_name=...), several times faster: the
         disruption simulation moves thousands of pods per run). Every field is passed, in order."""

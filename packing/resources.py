@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import ItemsView, Iterator, KeysView, Mapping, Sequence, ValuesView
 
 from packing.quantity import QuantityError, format_quantity, parse_quantity
 
@@ -57,6 +57,17 @@ class Resources(Mapping[str, int]):
 
     def __contains__(self, key: object) -> bool:
         return key in self._d
+
+    # the dict's own views: Mapping's generic ones look every key up again, and the engines walk requests
+    # millions of times a replay (the dict is never changed after construction, so its views cannot be either)
+    def items(self) -> ItemsView[str, int]:
+        return self._d.items()
+
+    def keys(self) -> KeysView[str]:
+        return self._d.keys()
+
+    def values(self) -> ValuesView[int]:
+        return self._d.values()
 
     def __hash__(self) -> int:
         if self._hash is None:

@@ -79,8 +79,7 @@ class Repack:
 
         def compute(n: str) -> bool:
             return not any(
-                p.spread or p.affinity or p.anti_affinity or p.preferred_affinity or p.preferred_anti_affinity
-                or run.sim.seen_by_topology(p)
+                p.has_topology_rules or run.sim.seen_by_topology(p)
                 for p in (*run.pods(n), *run.sim.reserved_on.get(n, ()))
             )
 

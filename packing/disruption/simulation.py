@@ -22,7 +22,7 @@ from __future__ import annotations
 import bisect
 import copy
 import dataclasses
-from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -35,19 +35,16 @@ from packing.nodepool import (
     CAPACITY_TYPE_LABEL,
     HOSTNAME_LABEL,
     INSTANCE_TYPE_LABEL,
-    NODEPOOL_LABEL,
     ZONE_LABEL,
     ExistingNodeSpec,
     NodePool,
 )
 from packing.pods import LabelSelector, Pod
 from packing.resources import Resources
+from packing.scheduling.compact import ONE_NODE, compact_nodes, limit_stand_in, request_rows, rows_fit
+from packing.scheduling.podsonly import PodsOnlySolves, pods_only
 from packing.scheduling.results import PlannedNodeClaim, Results
 from packing.scheduling.scheduler import Scheduler
-from packing.taints import Taint
-
-_USAGE_TAINT = Taint("loadmaster.dev/limit-usage", "", "NoSchedule")
-_ONE_NODE = Resources({"nodes": 1000})  # how limits count nodes
 
 __all__ = ["ClusterSim", "WhatIf"]
 
@@ -138,6 +135,7 @@ class ClusterSim:
         self._usage: dict[str, Resources] | None = None
         self._cap_range: dict[str, tuple[Resources, Resources]] = {}
         self._unlimited: Scheduler | None = None
+        self._memos: dict[Hashable, PodsOnlySolves] = {}
         self.solves = 0
         self.epoch = 0  # bumped whenever capacity is added, so remembered failures can be retried
         # pending pods the provisioner would bind to each existing node (they hold that room in every what-if)
@@ -387,11 +385,7 @@ class ClusterSim:
         """True when nothing in this what-if involves topology or host ports, so only room matters."""
         if any(p.host_ports or p.anti_affinity for n in self.order for p in self._live[n]):
             return False
-        return not any(
-            p.spread or p.affinity or p.anti_affinity or p.preferred_affinity or p.preferred_anti_affinity
-            or p.host_ports
-            for p in pods
-        )
+        return not any(p.has_topology_rules or p.host_ports for p in pods)
 
     def _solve(self, pods: Sequence[Pod], exclude: Collection[str], strategy: str) -> Results:
         self.solves += 1
@@ -402,33 +396,22 @@ class ClusterSim:
             # the nodes it is shown. What the nodes left out of a pool with limits count toward those limits is
             # kept by one stand-in node per pool that holds their capacity and can take no pod (no allocatable,
             # and a taint); a pool limiting its number of nodes keeps its nodes instead.
-            keys = tuple(sorted({k for p in pods for k in p.requests}))
-            reqs = np.unique(np.array([[p.requests.get(k, 0) for k in keys] for p in pods], dtype=np.int64), axis=0)
-            limited = {p.name: "nodes" in p.limits for p in view.nodepools if p.limits}
-            keep: list[ExistingNodeSpec] = []
-            usage: dict[str, Resources] = {}
+            keys, reqs = request_rows(pods)
             names, free = self.free_matrix(keys)
-            if names:
-                room = np.any(np.all(free[:, None, :] >= reqs[None, :, :], axis=2), axis=1)
-                for n, ok in zip(names, [bool(x) for x in room], strict=True):
-                    if n not in self.specs or n in exclude:
-                        continue
-                    pool = self.specs[n].nodepool or ""
-                    if ok or limited.get(pool):
-                        keep.append(self.compact_spec(n))
-                    elif pool in limited:
-                        spec = self.compact_spec(n)
-                        usage[pool] = usage.get(pool, Resources()) + (spec.capacity or spec.allocatable)
-            if limited and self._far_from_limits(exclude, len(pods)):
+            candidates = [
+                (self.compact_spec(n), ok) for n, ok in zip(names, rows_fit(free, reqs), strict=True)
+                if n in self.specs and n not in exclude
+            ]
+            if self.limited() and self._far_from_limits(exclude, len(pods)):
                 # so far from every limit that none can bind: the pools' limits are lifted for this solve, which
                 # spares the Scheduler its limit bookkeeping (and its modest claim sizes under limits)
                 sub = self._unlimited_scheduler()
+                keep = [spec for spec, ok in candidates if ok]
                 sub.existing_nodes = keep + list(self.inflight)
                 kept = {s.name for s in keep}
                 sub.running_pods = [p for n in self.order if n in kept for p in self._live[n]]
                 return self._call(sub, pods, (), strategy)
-            for pool, cap in sorted(usage.items()):
-                keep.append(self._stand_in(pool, cap))
+            keep = compact_nodes(candidates, view.nodepools)
             sub = copy.copy(view)
             sub.existing_nodes = keep + list(self.inflight)
             kept = {s.name for s in keep}
@@ -436,9 +419,10 @@ class ClusterSim:
             return self._call(sub, pods, (), strategy)
         return self._call(view, pods, exclude, strategy)
 
-    @staticmethod
-    def _call(sched: Scheduler, pods: Sequence[Pod], exclude: Collection[str], strategy: str) -> Results:
+    def _call(self, sched: Scheduler, pods: Sequence[Pod], exclude: Collection[str], strategy: str) -> Results:
         try:
+            if not exclude and pods_only(sched):
+                return self._pods_only_solves(sched).solve(sched, pods, strategy)
             return sched.solve(pods, exclude_nodes=exclude, strategy=strategy)
         except ValueError as e:
             if "strategy" not in str(e) or strategy == "cost":
@@ -446,6 +430,15 @@ class ClusterSim:
             # a Scheduler without the pod-by-pod strategy: the cost packer still answers the question safely,
             # it only sometimes proposes two new nodes where one would have done (and the move is then skipped)
             return sched.solve(pods, exclude_nodes=exclude)
+
+    def _pods_only_solves(self, sched: Scheduler) -> PodsOnlySolves:
+        """The remembered pods-only solves of the Scheduler's pools, catalog and DaemonSets: kept in its TableCache
+        when it has one (so later consolidate runs over the same objects ask them again), else for this run."""
+        scope = (*sched.nodepools, sched.instance_types, *sched.daemonsets)
+        if sched.tables is not None:
+            return sched.tables.get("pods-only solves", scope, sched.min_values_policy, PodsOnlySolves)
+        # the Schedulers of this run hold these objects while it lasts, so their ids are not reused meanwhile
+        return self._memos.setdefault((tuple(map(id, scope)), sched.min_values_policy), PodsOnlySolves())
 
     def what_if(self, names: Sequence[str], *, max_new: int | None = None) -> WhatIf:
         """Remove `names` and reschedule their pods. max_new: try Karpenter's pod-by-pod packing when the cost
@@ -469,7 +462,7 @@ class ClusterSim:
         for n in set(names) - self.excluded:  # the usage already leaves the excluded nodes out
             spec = self.specs.get(n)
             if spec is not None and spec.nodepool in usage:
-                usage[spec.nodepool] = usage[spec.nodepool] - (spec.capacity or spec.allocatable) - _ONE_NODE
+                usage[spec.nodepool] = usage[spec.nodepool] - (spec.capacity or spec.allocatable) - ONE_NODE
         return usage
 
     def no_new_node(self, names: Sequence[str]) -> bool:
@@ -500,7 +493,7 @@ class ClusterSim:
             view = copy.copy(self.scheduler())
             # the Scheduler counts each stand-in as one node of its own: take that one out of the count it carries
             view.existing_nodes = [
-                self._stand_in(pool, cap - _ONE_NODE) for pool, cap in sorted(self.usage_without(exclude).items())
+                limit_stand_in(pool, cap - ONE_NODE) for pool, cap in sorted(self.usage_without(exclude).items())
             ]
         view.running_pods = []
         self.solves += 1
@@ -533,7 +526,7 @@ class ClusterSim:
         else:
             view = copy.copy(self.scheduler())
             # the Scheduler counts each stand-in as one node of its own: take that one out of the count it carries
-            view.existing_nodes = [self._stand_in(pool, cap - _ONE_NODE) for pool, cap in sorted(usage.items())]
+            view.existing_nodes = [limit_stand_in(pool, cap - ONE_NODE) for pool, cap in sorted(usage.items())]
         view.running_pods = []
         self.solves += 1
         return self._interpret(self._call(view, pods, (), "cost"), evicted, displaced)
@@ -581,7 +574,7 @@ class ClusterSim:
             for spec in [*(self.specs[n] for n in self.order if n not in self.excluded), *self.inflight]:
                 pool = spec.nodepool or ""
                 if pool in limited:
-                    usage[pool] = usage.get(pool, Resources()) + (spec.capacity or spec.allocatable) + _ONE_NODE
+                    usage[pool] = usage.get(pool, Resources()) + (spec.capacity or spec.allocatable) + ONE_NODE
             self._usage = usage
         return dict(self._usage)
 
@@ -629,15 +622,6 @@ class ClusterSim:
                     tables=b.tables,
                 )
         return copy.copy(self._unlimited)
-
-    @staticmethod
-    def _stand_in(pool: str, capacity: Resources) -> ExistingNodeSpec:
-        """A node that counts `capacity` toward the pool's limits and can take no pod."""
-        name = f"loadmaster.dev/limit-usage-{pool}"
-        return ExistingNodeSpec(
-            name, {NODEPOOL_LABEL: pool, HOSTNAME_LABEL: name}, Resources(), (_USAGE_TAINT,), True, "Node",
-            capacity=capacity,
-        )
 
     @staticmethod
     def _interpret(res: Results, evicted: list[Pod], displaced: list[Pod]) -> WhatIf:

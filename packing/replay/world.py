@@ -23,6 +23,8 @@ from datetime import datetime
 from enum import IntEnum
 from typing import Any
 
+import numpy as np
+
 from packing.disruption import consolidate
 from packing.disruption.model import Cluster, NodeInfo
 from packing.history.events import (
@@ -47,12 +49,14 @@ from packing.nodepool import (
     ZONE_LABEL,
     DaemonSet,
     ExistingNodeSpec,
+    NodePool,
 )
 from packing.pods import Pod
 from packing.poolschedule import pools_at
 from packing.replay.config import Configuration, Timing
 from packing.replay.metrics import RunMetrics, Sample
 from packing.resources import Resources
+from packing.scheduling.compact import compact_nodes, folded_spec, request_rows, room_only, rows_fit
 from packing.scheduling.scheduler import Scheduler
 from packing.scheduling.tablecache import TableCache
 from packing.taints import Taint, first_untolerated
@@ -396,11 +400,10 @@ class ReplayRun:
         pools, _ = pools_at(pools, at)
         catalog = self.config.catalog()
         live = [n for n in self.nodes.values() if n.ended is None and not n.draining]
-        running = [pod for n in live for pod in n.pods.values()]
-        running += [pod.on_node(n.name) for n in live for pod in n.nominated.values()]
-        sched = Scheduler(pools, catalog, [n.spec() for n in live], running, list(self.daemonsets.values()),
-                          tables=self.tables)
-        res = sched.solve([waiting[k].pod for k in sorted(waiting)], lower_bound=False)
+        pods = [waiting[k].pod for k in sorted(waiting)]
+        specs, running = self._cluster_view(live, pods, pools)
+        sched = Scheduler(pools, catalog, specs, running, list(self.daemonsets.values()), tables=self.tables)
+        res = sched.solve(pods, lower_bound=False)
         for placement in res.existing:
             n = self.nodes.get(placement.name)
             if n is None:
@@ -428,6 +431,34 @@ class ReplayRun:
         if res.unschedulable_reasons and self._retry_at is None:
             self._retry_at = at + self.timing.retry_unschedulable
             self._push(self._retry_at, Timer.RETRY, None)
+
+    @staticmethod
+    def _cluster_view(live: list[SimNode], pods: list[Pod], pools: list[NodePool]
+                      ) -> tuple[list[ExistingNodeSpec], list[Pod]]:
+        """The nodes and running pods the provisioning solve is shown: all of them, or when only room decides
+        where `pods` go, the compact picture (packing.scheduling.compact) that places them the same way: the
+        ready nodes some pod fits on, with their pods' room folded in, and every in-flight node."""
+        nominated = [pod.on_node(n.name) for n in live for pod in n.nominated.values()]
+        if not room_only(pods, (p for n in live for p in n.pods.values())):
+            return [n.spec() for n in live], [pod for n in live for pod in n.pods.values()] + nominated
+        keys, reqs = request_rows(pods)
+        ready = [n for n in live if n.ready]
+        free = np.array([[n.allocatable.get(k, 0) - n.used.get(k, 0) for k in keys] for n in ready],
+                        dtype=np.int64).reshape(len(ready), len(keys))
+        candidates: list[tuple[ExistingNodeSpec, bool]] = []
+        running: list[Pod] = []
+        for n, fits in zip(ready, rows_fit(free, reqs), strict=True):
+            ds = [p for p in n.pods.values() if p.owner_kind == DAEMONSET]
+            used = n.used
+            for p in ds:
+                used = used - p.requests
+            candidates.append((folded_spec(n.spec(), used), fits))
+            if fits:
+                running.extend(ds)
+        specs = compact_nodes(candidates, pools)
+        specs.extend(n.spec() for n in live if not n.ready)
+        running.extend(p for n in live if not n.ready for p in n.pods.values())
+        return specs, running + nominated
 
     def _launch(self, instance_type: str, zone: str, capacity_type: str, price: float | None, nodepool: str,
                 labels: Mapping[str, str], taints: tuple[Taint, ...], allocatable: Resources, at: datetime,

@@ -123,15 +123,17 @@ class Solve:
         pools = {p.name: p for p in s.nodepools}
         self.nodes: list[ExistingNode] = []
         # initialized nodes first, as Karpenter's sortExistingNodes (a node still booting is tried last)
+        keys = self.keys
         for spec in sorted(nodes, key=lambda n: (not n.initialized, n.kind != "Node", n.name)):
-            used = Resources()
+            used: dict[str, int] = {}
             ports: list[HostPort] = []
             for p in running_by_node.get(spec.name, ()):
-                used = used + p.requests
-                ports.extend(p.host_ports)
-            free = tuple(
-                a - u for a, u in zip(vector(spec.allocatable, self.keys), vector(used, self.keys), strict=True)
-            )
+                for k, v in p.requests.items():
+                    used[k] = used.get(k, 0) + v
+                if p.host_ports:
+                    ports.extend(p.host_ports)
+            alloc = spec.allocatable
+            free = tuple([alloc.get(k, 0) - used.get(k, 0) for k in keys])
             pool = pools.get(spec.nodepool or "")
             node = ExistingNode(spec, free, ports, pool, running_by_node.get(spec.name, ()), s.daemonsets)
             if node.missing:
@@ -160,6 +162,12 @@ class Solve:
         self.ctxs = [PodContext(p, self.keys) for p in self.placeable]
         for ctx in self.ctxs:
             self.register(ctx)
+        if not self.topo.groups and not any(p.has_topology_rules for p in self.placeable) and not any(
+            p.anti_affinity for pods in running_by_node.values() for p in pods
+        ):
+            # no group now, and none can come: groups are made only from the pods' rules (a relaxed pod keeps a
+            # subset of them) and the running pods' anti-affinity, so the running pods would count in nothing
+            return
         for node_name, pods in running_by_node.items():
             node = self.node_by_name.get(node_name)
             if node is None:
