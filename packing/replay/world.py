@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 
 from packing.disruption import consolidate
-from packing.disruption.model import Cluster, NodeInfo
+from packing.disruption.model import LAST_POD_EVENT, Cluster, DisruptionSettings, NodeInfo
 from packing.history.events import (
     NodeInterrupted,
     NodeLaunched,
@@ -37,7 +37,7 @@ from packing.history.events import (
     Prices,
     Revision,
 )
-from packing.history.jsonl import History
+from packing.history.jsonl import History, format_time
 from packing.history.podspecs import engine_pod
 from packing.instancetype import InstanceType
 from packing.nodepool import (
@@ -96,6 +96,8 @@ class SimNode:
     ended: datetime | None = None
     used: Resources = field(default_factory=Resources)
     pods: dict[str, Pod] = field(default_factory=dict)  # bound (DaemonSet pods included)
+    initialized: datetime | None = None  # when it became ready
+    last_pod_event: datetime | None = None  # a pod bound to it or gone from it (Karpenter's lastPodEventTime)
     nominated: dict[str, Pod] = field(default_factory=dict)  # waiting for it to be ready
 
     def spec(self) -> ExistingNodeSpec:
@@ -182,6 +184,8 @@ class ReplayRun:
         self._waiting: dict[str, tuple[list[str], str, Mapping[str, str]]] = {}  # replacement -> action
         self._launches: dict[str, NodeLaunched] | None = None
         self._freed = Resources()  # what departures freed since disruption last ran
+        # the first time after the last evaluation that a node's consolidateAfter passes (it was not a candidate then)
+        self._wake_at: datetime | None = None
         # the solves' and consolidation's tables of one catalog and one set of pools, built once for all of them
         self.tables = TableCache()
 
@@ -203,6 +207,9 @@ class ReplayRun:
                 self._daemonset(arrival, pod)
             if node and node in self.nodes:
                 self._bind(pod.on_node(node), node, self.start)
+                # the recorded cluster bound it before the window opened: its arrival is the closest time known
+                n = self.nodes[node]
+                n.last_pod_event = max(arrival.at, n.initialized) if n.initialized else arrival.at
             elif arrival.owner_kind != DAEMONSET:
                 self.pending[key] = PendingPod(pod, self.start)
         if self.pending:
@@ -286,6 +293,7 @@ class ReplayRun:
             pod = n.pods.pop(key, None)
             if pod is not None:
                 n.used = n.used - pod.requests
+                n.last_pod_event = at
                 self._freed = self._freed + pod.requests
                 if all(p.owner_kind == DAEMONSET for p in n.pods.values()):
                     self._changed = True  # an empty node: emptiness can act on it
@@ -381,6 +389,7 @@ class ReplayRun:
         n = self.nodes[node]
         n.pods[pod.key] = pod
         n.used = n.used + pod.requests
+        n.last_pod_event = at
         self.where[pod.key] = node
 
     def _episode(self, p: PendingPod, at: datetime) -> None:
@@ -490,14 +499,16 @@ class ReplayRun:
         price = e.price
         if price is None and it is not None:
             price = next((o.price for o in it.offerings if o.zone == e.zone and o.capacity_type == e.capacity_type), None)
+        since = max(e.at, self.start)
         self.nodes[e.name] = SimNode(e.name, e.instance_type, e.zone, e.capacity_type, price, e.nodepool, labels,
-                                     taints, alloc, max(e.at, self.start))
+                                     taints, alloc, since, initialized=since)
 
     def _ready(self, name: str, at: datetime) -> None:
         n = self.nodes.get(name)
         if n is None or n.ended is not None:
             return
         n.ready = True
+        n.initialized = at
         for ds in self.daemonsets.values():
             if ds.runs_on(n.taints, n.labels):
                 pod = ds.pod.on_node(name)
@@ -529,7 +540,8 @@ class ReplayRun:
         ended or emptied, the configuration or prices changed, or departures net of arrivals freed a quarter of
         the smallest node's cpu or memory since it last ran (a rolling restart frees nothing net). The loop runs
         every 10 s; a replay of days cannot afford that, so smaller changes wait for a larger one."""
-        if not self._changed and not self._freed_enough():
+        woke = self._wake_at is not None and at >= self._wake_at
+        if not self._changed and not woke and not self._freed_enough():
             return
         self._freed = Resources()
         pools, settings = self.config.objects()
@@ -539,12 +551,13 @@ class ReplayRun:
         running = [pod for n in ready for pod in n.pods.values()]
         cluster = Cluster(
             nodepools=pools, catalog=catalog,
-            nodes=[NodeInfo(spec=n.spec(), created=n.launched) for n in ready],
+            nodes=[NodeInfo(spec=n.spec(), created=n.launched, annotations=_pod_event(n)) for n in ready],
             running=running, pending=[p.pod for p in self.pending.values()],
             daemonsets=list(self.daemonsets.values()), settings=dict(settings), inflight=inflight)
         self.metrics.disruption_runs += 1
         report = consolidate(cluster, at, price_blocked=False, repack=self.repack, tables=self.tables)
         self._changed = False
+        self._wake_at = _next_consolidatable(ready, settings, at)
         for action in report.actions:
             targets = [self.nodes[n] for n in action.nodes if n in self.nodes]
             if any(t.ended is not None or t.draining for t in targets) or not targets:
@@ -622,6 +635,27 @@ class ReplayRun:
             self.metrics.add_node_time(max(n.launched, self.start), min(n.ended or self.end, self.end), n.price,
                                        n.capacity_type)
         self.metrics.never_scheduled += len(self.pending)
+
+
+def _pod_event(n: SimNode) -> dict[str, str]:
+    """The node's last pod event as the engine reads it (Karpenter's NodeClaim lastPodEventTime; its initialization
+    when no pod came or went since)."""
+    last = n.last_pod_event or n.initialized
+    return {LAST_POD_EVENT: format_time(last)} if last is not None else {}
+
+
+def _next_consolidatable(ready: list[SimNode], settings: Mapping[str, DisruptionSettings], at: datetime
+                         ) -> datetime | None:
+    """When the first node still within its pool's consolidateAfter passes it: Karpenter's Consolidatable condition
+    turns true then, which counts as a change of the cluster for the disruption loop."""
+    wake: datetime | None = None
+    for n in ready:
+        st = settings.get(n.nodepool)
+        after = st.consolidate_after if st is not None else None
+        last = n.last_pod_event or n.initialized
+        if after and last is not None and last + after > at and (wake is None or last + after < wake):
+            wake = last + after
+    return wake
 
 
 def _allocated(n: SimNode, requests: Resources) -> float:

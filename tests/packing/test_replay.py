@@ -35,7 +35,7 @@ T0 = datetime(2026, 11, 23, 8, 0, tzinfo=UTC)
 HOUR = timedelta(hours=1)
 
 
-def pool(capacity_types: list[str]) -> dict[str, Any]:
+def pool(capacity_types: list[str], consolidate_after: str = "0s") -> dict[str, Any]:
     return {
         "apiVersion": "karpenter.sh/v1", "kind": "NodePool", "metadata": {"name": "default"},
         "spec": {
@@ -47,7 +47,7 @@ def pool(capacity_types: list[str]) -> dict[str, Any]:
                 ],
                 "nodeClassRef": {"group": "karpenter.k8s.aws", "kind": "EC2NodeClass", "name": "default"},
             }},
-            "disruption": {"consolidationPolicy": "WhenEmptyOrUnderutilized", "consolidateAfter": "0s"},
+            "disruption": {"consolidationPolicy": "WhenEmptyOrUnderutilized", "consolidateAfter": consolidate_after},
         },
     }
 
@@ -64,14 +64,14 @@ def price(capacity_type: str) -> float:
     return found
 
 
-def history(*, interrupt: bool = False) -> History:
+def history(*, interrupt: bool = False, consolidate_after: str = "0s") -> History:
     """One recorded on-demand m5.large (1930m allocatable) holding one 800m pod from 08:00; three more arrive at
     09:00 (one fits there, two need a new node) and leave at 11:00; the recorded cluster launched n2 for them and
     ended it at 11:05."""
     h = History(Header(source="test", start=T0, end=T0 + 4 * HOUR), templates={SID: TEMPLATE})
     od = price("on-demand")
     h.events = [
-        Revision(T0, ManifestKind.NODEPOOL, "default", pool(["spot", "on-demand"])),
+        Revision(T0, ManifestKind.NODEPOOL, "default", pool(["spot", "on-demand"], consolidate_after)),
         NodeLaunched(T0, "n1", "m5.large", "us-east-1a", "on-demand", od, "default"),
         PodArrived(T0, "shop", "web-0", SID, owner_kind="ReplicaSet", owner_name="web-rs", node="n1"),
         *(PodArrived(T0 + HOUR, "shop", f"web-{i}", SID, owner_kind="ReplicaSet", owner_name="web-rs")
@@ -114,6 +114,23 @@ def test_the_engines_launch_for_the_pods_that_do_not_fit_and_consolidate_after()
     assert m.node_hours["spot"] > 0 and m.nodes_disrupted["empty"] >= 1
     assert sum(m.node_hours.values()) < sum(r.actual.node_hours.values())
     assert m.cost < r.actual.cost  # spot instead of on-demand, and removed sooner
+
+
+def test_consolidate_after_counts_from_the_node_s_last_pod_event() -> None:
+    """The run's new node empties when its pods leave at 11:00. With consolidateAfter 0s emptiness takes it at the
+    next evaluation; with 30m it stays until 11:30 (its last pod event, not its launch at 09:00, starts the wait),
+    and goes at the evaluation then, though nothing else changed in the cluster by that time."""
+    def nodes_at(r: Any, hh: int, mm: int) -> int:
+        at = T0.replace(hour=hh, minute=mm)
+        return int(next(s.nodes for s in r.current.samples if s.at == at))
+
+    eager = replay(history())
+    patient = replay(history(consolidate_after="30m"))
+    assert nodes_at(eager, 10, 50) == nodes_at(patient, 10, 50) == 2
+    assert nodes_at(eager, 11, 10) == 1
+    assert nodes_at(patient, 11, 10) == nodes_at(patient, 11, 20) == 2
+    assert nodes_at(patient, 11, 40) == 1
+    assert patient.current.nodes_disrupted["empty"] == eager.current.nodes_disrupted["empty"] >= 1
 
 
 def test_a_change_is_replayed_beside_the_current_configuration() -> None:
