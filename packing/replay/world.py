@@ -454,16 +454,20 @@ class ReplayRun:
         ready = [n for n in live if n.ready]
         free = np.array([[n.allocatable.get(k, 0) - n.used.get(k, 0) for k in keys] for n in ready],
                         dtype=np.int64).reshape(len(ready), len(keys))
+        limited = {p.name: "nodes" in p.limits for p in pools if p.limits}
         candidates: list[tuple[ExistingNodeSpec, bool]] = []
         running: list[Pod] = []
         for n, fits in zip(ready, rows_fit(free, reqs), strict=True):
+            if not fits and not limited.get(n.nodepool):
+                if n.nodepool in limited:  # only what it counts toward the limits matters (its capacity)
+                    candidates.append((n.spec(), False))
+                continue
             ds = [p for p in n.pods.values() if p.owner_kind == DAEMONSET]
             used = n.used
             for p in ds:
                 used = used - p.requests
             candidates.append((folded_spec(n.spec(), used), fits))
-            if fits:
-                running.extend(ds)
+            running.extend(ds)
         specs = compact_nodes(candidates, pools)
         specs.extend(n.spec() for n in live if not n.ready)
         running.extend(p for n in live if not n.ready for p in n.pods.values())
