@@ -26,12 +26,15 @@ MAX_AMOUNT = 2**60
 class Resources(Mapping[str, int]):
     """Immutable mapping resource name -> milli-units; zero entries are dropped so equality is structural."""
 
-    __slots__ = ("_d", "_hash", "_in_range")
+    __slots__ = ("_d", "_hash", "_in_range", "_vec")
 
     def __init__(self, values: Mapping[str, int] | None = None) -> None:
         self._d: dict[str, int] = {k: v for k, v in (values or {}).items() if v}
         self._hash: int | None = None
         self._in_range: bool | None = None
+        # the last vector() asked for, with its keys: pods of one template share their requests object, and the
+        # engines ask for the same keys again and again
+        self._vec: tuple[tuple[str, ...], tuple[int, ...]] | None = None
 
     @classmethod
     def parse(cls, d: Mapping[str, str | int | float]) -> Resources:
@@ -136,5 +139,11 @@ class Resources(Mapping[str, int]):
 
     def vector(self, keys: Sequence[str]) -> tuple[int, ...]:
         """The amounts of `keys`, in that order (zero where absent)."""
+        hit = self._vec
+        if hit is not None and (hit[0] is keys or hit[0] == keys):
+            return hit[1]
         d = self._d
-        return tuple([d.get(k, 0) for k in keys])
+        vec = tuple([d.get(k, 0) for k in keys])
+        if isinstance(keys, tuple):
+            self._vec = (keys, vec)
+        return vec

@@ -193,7 +193,7 @@ def precheck(run: RunState, names: Sequence[str]) -> Refusal | None:
     row = run.sim.row_index(keys)
     drop = [row[n] for n in names if n in row]
     f = np.delete(free, drop, axis=0) if drop else free
-    pm = np.array([[p.requests.get(k, 0) for k in keys] for p in pods], dtype=np.int64)
+    pm = np.array([p.requests.vector(keys) for p in pods], dtype=np.int64)
     fits = (
         np.any(np.all(pm[:, None, :] <= f[None, :, :], axis=2), axis=1)
         if len(f)
@@ -219,12 +219,12 @@ def precheck_many(run: RunState, cands: Sequence[str]) -> dict[str, Refusal]:
     keys, talloc, tprice = types.keys, types.alloc, types.prices
     names, free = run.sim.free_matrix(keys)
     row = {n: i for i, n in enumerate(names)}
-    pod_rows: list[list[int]] = []
+    pod_rows: list[tuple[int, ...]] = []
     owner: list[int] = []
     cidx: list[int] = []
     for ci, n in enumerate(cands):
         for p in run.pods(n):
-            pod_rows.append([p.requests.get(k, 0) for k in keys])
+            pod_rows.append(p.requests.vector(keys))
             owner.append(row.get(n, -1))
             cidx.append(ci)
     if not pod_rows or not len(names):

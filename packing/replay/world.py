@@ -94,11 +94,30 @@ class SimNode:
     ready: bool = True
     draining: bool = False
     ended: datetime | None = None
-    used: Resources = field(default_factory=Resources)
+    used: Resources = field(default_factory=Resources)  # change it with use() and release()
     pods: dict[str, Pod] = field(default_factory=dict)  # bound (DaemonSet pods included)
     initialized: datetime | None = None  # when it became ready
     last_pod_event: datetime | None = None  # a pod bound to it or gone from it (Karpenter's lastPodEventTime)
     nominated: dict[str, Pod] = field(default_factory=dict)  # waiting for it to be ready
+
+    # the cpu and memory left, as integers: the kube-scheduler step compares them for every node and pod
+    free_cpu: int = 0
+    free_mem: int = 0
+
+    def __post_init__(self) -> None:
+        self._room()
+
+    def use(self, requests: Resources) -> None:
+        self.used = self.used + requests
+        self._room()
+
+    def release(self, requests: Resources) -> None:
+        self.used = self.used - requests
+        self._room()
+
+    def _room(self) -> None:
+        self.free_cpu = self.allocatable.get("cpu") - self.used.get("cpu")
+        self.free_mem = self.allocatable.get("memory") - self.used.get("memory")
 
     def spec(self) -> ExistingNodeSpec:
         return ExistingNodeSpec(self.name, self.labels, self.allocatable, self.taints, initialized=self.ready,
@@ -170,7 +189,8 @@ class ReplayRun:
         self.prefix = prefix
         self.repack = repack
         self.metrics = RunMetrics()
-        self.nodes: dict[str, SimNode] = {}
+        self.nodes: dict[str, SimNode] = {}  # every node the run had, by name
+        self.alive: dict[str, SimNode] = {}  # those not ended, in the same order
         self.pending: dict[str, PendingPod] = {}
         self.where: dict[str, str] = {}  # bound pod key -> node
         self.daemonsets: dict[str, DaemonSet] = {}
@@ -292,7 +312,7 @@ class ReplayRun:
             n = self.nodes[node]
             pod = n.pods.pop(key, None)
             if pod is not None:
-                n.used = n.used - pod.requests
+                n.release(pod.requests)
                 n.last_pod_event = at
                 self._freed = self._freed + pod.requests
                 if all(p.owner_kind == DAEMONSET for p in n.pods.values()):
@@ -303,7 +323,7 @@ class ReplayRun:
         target = self.nodes.get(e.name)
         if target is None or target.ended is not None or target.draining:
             recorded = self._recorded_launch(e.name)
-            candidates = [n for n in self.nodes.values() if n.ended is None and not n.draining
+            candidates = [n for n in self.alive.values() if not n.draining
                           and n.capacity_type == "spot" and recorded is not None and n.zone == recorded.zone]
             same_type = [n for n in candidates if recorded is not None and n.instance_type == recorded.instance_type]
             pick_from = sorted(same_type or candidates, key=lambda n: n.name)
@@ -336,7 +356,7 @@ class ReplayRun:
             if self.pending:
                 self._provision(at)
         elif kind is Timer.SAMPLE:
-            live = [n for n in self.nodes.values() if n.ended is None]
+            live = list(self.alive.values())
             self.metrics.samples.append(Sample(at, sum(n.price or 0.0 for n in live), len(live), len(self.pending)))
             self._push(at + self.timing.sample_every, Timer.SAMPLE, None)
 
@@ -359,12 +379,11 @@ class ReplayRun:
         best: SimNode | None = None
         best_score = 0.0
         cpu, mem = pod.requests.get("cpu"), pod.requests.get("memory")
-        for n in self.nodes.values():
-            if not n.ready or n.draining or n.ended is not None:
+        for n in self.alive.values():
+            if not n.ready or n.draining:
                 continue
             # the two resources that decide almost every refusal, as integers, before the full check
-            if cpu > n.allocatable.get("cpu") - n.used.get("cpu") or mem > n.allocatable.get("memory") - n.used.get(
-                    "memory") or not self._fits(pod, n):
+            if cpu > n.free_cpu or mem > n.free_mem or not self._fits(pod, n):
                 continue
             score = _allocated(n, pod.requests)
             if best is None or score < best_score or (score == best_score and n.name < best.name):
@@ -388,7 +407,7 @@ class ReplayRun:
     def _bind(self, pod: Pod, node: str, at: datetime) -> None:
         n = self.nodes[node]
         n.pods[pod.key] = pod
-        n.used = n.used + pod.requests
+        n.use(pod.requests)
         n.last_pod_event = at
         self.where[pod.key] = node
 
@@ -408,7 +427,7 @@ class ReplayRun:
         pools, _ = self.config.objects()
         pools, _ = pools_at(pools, at)
         catalog = self.config.catalog()
-        live = [n for n in self.nodes.values() if n.ended is None and not n.draining]
+        live = [n for n in self.alive.values() if not n.draining]
         pods = [waiting[k].pod for k in sorted(waiting)]
         specs, running = self._cluster_view(live, pods, pools)
         sched = Scheduler(pools, catalog, specs, running, list(self.daemonsets.values()), tables=self.tables)
@@ -485,6 +504,7 @@ class ReplayRun:
                        tuple(t for t in taints if t.effect in ("NoSchedule", "NoExecute", "PreferNoSchedule")),
                        allocatable, at, ready=False)
         self.nodes[name] = node
+        self.alive[name] = node
         self.metrics.nodes_launched += 1
         self._changed = True
         self._push(at + self.timing.launch_to_ready, Timer.NODE_READY, name)
@@ -504,8 +524,9 @@ class ReplayRun:
         if price is None and it is not None:
             price = next((o.price for o in it.offerings if o.zone == e.zone and o.capacity_type == e.capacity_type), None)
         since = max(e.at, self.start)
-        self.nodes[e.name] = SimNode(e.name, e.instance_type, e.zone, e.capacity_type, price, e.nodepool, labels,
-                                     taints, alloc, since, initialized=since)
+        self.nodes[e.name] = self.alive[e.name] = SimNode(
+            e.name, e.instance_type, e.zone, e.capacity_type, price, e.nodepool, labels, taints, alloc, since,
+            initialized=since)
 
     def _ready(self, name: str, at: datetime) -> None:
         n = self.nodes.get(name)
@@ -519,7 +540,7 @@ class ReplayRun:
                 pod = Pod(f"{ds.name}-{name}", ds.namespace, pod.labels, pod.requests, owner_kind=DAEMONSET,
                           owner_name=ds.name, node_name=name)
                 n.pods[pod.key] = pod
-                n.used = n.used + pod.requests
+                n.use(pod.requests)
         for key in sorted(n.nominated):
             pod = n.nominated.pop(key)
             p = self.pending.pop(key, None)
@@ -550,8 +571,8 @@ class ReplayRun:
         self._freed = Resources()
         pools, settings = self.config.objects()
         catalog = self.config.catalog()
-        ready = [n for n in self.nodes.values() if n.ended is None and not n.draining and n.ready]
-        inflight = [n.spec() for n in self.nodes.values() if n.ended is None and not n.ready]
+        ready = [n for n in self.alive.values() if not n.draining and n.ready]
+        inflight = [n.spec() for n in self.alive.values() if not n.ready]
         running = [pod for n in ready for pod in n.pods.values()]
         cluster = Cluster(
             nodepools=pools, catalog=catalog,
@@ -584,7 +605,7 @@ class ReplayRun:
                     self._drain(t, at, action.reason, moves=moves)
 
     def _freed_enough(self) -> bool:
-        live = [n.allocatable for n in self.nodes.values() if n.ended is None and n.ready]
+        live = [n.allocatable for n in self.alive.values() if n.ready]
         if not live:
             return False
         return any(self._freed.get(r, 0) * 4 >= min(a.get(r, 0) for a in live) > 0 for r in ("cpu", "memory"))
@@ -599,7 +620,7 @@ class ReplayRun:
             if pod.owner_kind == DAEMONSET:
                 continue
             del n.pods[key]
-            n.used = n.used - pod.requests
+            n.release(pod.requests)
             self.where.pop(key, None)
             self.metrics.evictions[reason] += 1
             self.pending[key] = PendingPod(pod.on_node(""), at, arrived=False)
@@ -623,6 +644,7 @@ class ReplayRun:
         if n is None or n.ended is not None:
             return
         n.ended = at
+        del self.alive[name]
         for key in sorted(n.pods):
             self.where.pop(key, None)
         for key in sorted(n.nominated):

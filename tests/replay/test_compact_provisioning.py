@@ -35,14 +35,14 @@ def _cluster(rng: random.Random, agent: DaemonSet) -> list[SimNode]:
             ds = Pod(f"agent-{n.name}", "kube-system", {}, agent.pod.requests, owner_kind="DaemonSet",
                      owner_name="agent", node_name=n.name)
             n.pods[ds.key] = ds
-            n.used = n.used + ds.requests
+            n.use(ds.requests)
         for j in range(rng.randrange(4)):
             p = pod(f"run-{i}-{j}", rng.choice(["250m", "500m", "1", "1500m"]), rng.choice(["512Mi", "2Gi"]))
             if not (n.used + p.requests).fits(n.allocatable):
                 continue
             if n.ready:
                 n.pods[p.key] = p.on_node(n.name)
-                n.used = n.used + p.requests
+                n.use(p.requests)
             else:
                 n.nominated[p.key] = p
         nodes.append(n)
@@ -98,7 +98,7 @@ def test_a_daemonset_pod_is_counted_once_in_the_compact_picture() -> None:
     for p in (Pod("agent-n1", "kube-system", {}, agent.pod.requests, owner_kind="DaemonSet", owner_name="agent",
                   node_name="n1"), pod("busy", "1", "1Gi", node_name="n1")):
         n.pods[p.key] = p
-        n.used = n.used + p.requests
+        n.use(p.requests)
     pools = [mixed_capacity_pool()]
     specs, running = ReplayRun._cluster_view([n], [pod("fits", "500m", "1Gi")], pools)
     res = Scheduler(pools, catalog(), specs, running, [agent]).solve([pod("fits", "500m", "1Gi")])
