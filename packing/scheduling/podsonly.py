@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 from packing.pods import Pod
 from packing.resources import CPU, MEMORY, PODS
 from packing.scheduling.reasons import Reason
-from packing.scheduling.results import PlannedNodeClaim, Results
+from packing.scheduling.results import ExistingPlacement, PlannedNodeClaim, Results
 
 if TYPE_CHECKING:
     from packing.scheduling.scheduler import Scheduler
@@ -39,6 +39,7 @@ def pods_only(sched: Scheduler) -> bool:
 class _Answer:
     claims: list[tuple[PlannedNodeClaim, list[int]]]  # each claim with the input positions of its pods
     unschedulable: list[tuple[int, list[Reason]]]  # input position -> reasons
+    stand_ins: list[tuple[str, str, float | None]]  # the limit stand-ins' (empty) placements: name, kind, price
 
 
 def _signature(p: Pod) -> Hashable:
@@ -94,7 +95,7 @@ class PodsOnlySolves:
 
     @staticmethod
     def _remembered(pods: list[Pod], res: Results) -> _Answer | None:
-        if res.existing or res.lower_bound is not None:
+        if res.lower_bound is not None or any(e.pods for e in res.existing):
             return None
         at = {id(p): i for i, p in enumerate(pods)}
         by_key = {p.key: i for i, p in enumerate(pods)}
@@ -112,7 +113,7 @@ class PodsOnlySolves:
         texts = [r.text for _, why in unschedulable for r in why]
         if texts and any(p.name in t for p in pods for t in texts):
             return None
-        return _Answer(claims, unschedulable)
+        return _Answer(claims, unschedulable, [(e.name, e.kind, e.price_per_hour) for e in res.existing])
 
     @staticmethod
     def _given_back(sched: Scheduler, pods: list[Pod], answer: _Answer) -> Results:
@@ -124,6 +125,7 @@ class PodsOnlySolves:
         sched.templates(tuple(sorted(keys)))  # records the pools it cannot use, as the solve does
         return Results(
             nodeclaims=[_copy_claim(c, [pods[i] for i in places]) for c, places in answer.claims],
+            existing=[ExistingPlacement(name, kind, [], price) for name, kind, price in answer.stand_ins],
             unschedulable_reasons={pods[i].key: list(why) for i, why in answer.unschedulable},
             pending=len(pods),
             unusable_nodepool_reasons=dict(sched.unusable_reasons),

@@ -115,3 +115,25 @@ def test_consolidate_remembering_pods_only_solves_decides_as_without() -> None:
     asked = memo.hits + memo.misses
     assert decided(consolidate(bc.cluster, AT, tables=tables)) == plain
     assert asked > 0 and memo.hits + memo.misses > asked and memo.hits > 0
+
+
+def test_answers_under_limits_with_stand_ins_are_remembered_and_the_solve_s() -> None:
+    """A pool near its limits: the simulation shows the Scheduler one stand-in per limited pool holding what the
+    other nodes count toward them; the answer (stand-ins' empty placements included) is remembered and right."""
+    from packing.resources import Resources
+    from packing.scheduling.compact import limit_stand_in
+
+    capped = mixed_capacity_pool("capped", limits=Resources.parse({"cpu": "24"}), weight=10)
+    sched = Scheduler([capped, on_demand_pool("od")], catalog())
+    sched.existing_nodes = [limit_stand_in("capped", Resources.parse({"cpu": "16", "memory": "64Gi"}))]
+    assert pods_only(sched)
+    memo = PodsOnlySolves()
+    for round_ in range(3):
+        pods = [pod(f"r{round_}-{i}", cpu) for i, cpu in enumerate(["3", "3", "2", "500m"])]
+        got = memo.solve(sched, pods, "cost")
+        want = sched.solve(pods)
+        assert summary(got) == summary(want)
+        assert [(e.name, e.kind, e.pods, e.price_per_hour) for e in got.existing] == \
+            [(e.name, e.kind, e.pods, e.price_per_hour) for e in want.existing]
+        assert {c.nodepool for c in got.nodeclaims} == {"capped", "od"}  # the limit bound: both pools launch
+    assert memo.hits == 2
