@@ -14,13 +14,14 @@ import numpy as np
 import numpy.typing as npt
 
 from packing.pods import Pod
+from packing.scheduling.queue import order_key
 
 __all__ = ["RoomIndex", "first_fit", "largest_first"]
 
 
 def largest_first(pods: Sequence[Pod]) -> list[Pod]:
     """The order first-fit takes pods in: most cpu, then most memory, then by name."""
-    return sorted(pods, key=lambda p: (-p.requests.get("cpu", 0), -p.requests.get("memory", 0), p.namespace, p.name))
+    return sorted(pods, key=order_key)
 
 
 def first_fit(

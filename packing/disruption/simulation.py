@@ -41,7 +41,14 @@ from packing.nodepool import (
 )
 from packing.pods import LabelSelector, Pod
 from packing.resources import Resources
-from packing.scheduling.compact import ONE_NODE, compact_nodes, limit_stand_in, request_rows, rows_fit
+from packing.scheduling.compact import (
+    ONE_NODE,
+    compact_nodes,
+    limit_stand_in,
+    request_rows,
+    room_only,
+    rows_fit,
+)
 from packing.scheduling.podsonly import PodsOnlySolves, pods_only
 from packing.scheduling.results import PlannedNodeClaim, Results
 from packing.scheduling.scheduler import Scheduler
@@ -382,10 +389,9 @@ class ClusterSim:
         return hit
 
     def _resource_only(self, pods: Sequence[Pod]) -> bool:
-        """True when nothing in this what-if involves topology or host ports, so only room matters."""
-        if any(p.host_ports or p.anti_affinity for n in self.order for p in self._live[n]):
-            return False
-        return not any(p.has_topology_rules or p.host_ports for p in pods)
+        """True when nothing in this what-if involves topology or host ports, so only room matters (the folded pods
+        have neither)."""
+        return room_only(pods, (p for n in self.order for p in self._live[n]))
 
     def _solve(self, pods: Sequence[Pod], exclude: Collection[str], strategy: str) -> Results:
         self.solves += 1

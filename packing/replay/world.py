@@ -115,6 +115,11 @@ class SimNode:
         self.used = self.used - requests
         self._room()
 
+    @property
+    def quiet_since(self) -> datetime | None:
+        """What consolidateAfter counts from: its last pod event, else its initialization."""
+        return self.last_pod_event or self.initialized
+
     def _room(self) -> None:
         self.free_cpu = self.allocatable.get("cpu") - self.used.get("cpu")
         self.free_mem = self.allocatable.get("memory") - self.used.get("memory")
@@ -666,7 +671,7 @@ class ReplayRun:
 def _pod_event(n: SimNode) -> dict[str, str]:
     """The node's last pod event as the engine reads it (Karpenter's NodeClaim lastPodEventTime; its initialization
     when no pod came or went since)."""
-    last = n.last_pod_event or n.initialized
+    last = n.quiet_since
     return {LAST_POD_EVENT: format_time(last)} if last is not None else {}
 
 
@@ -678,7 +683,7 @@ def _next_consolidatable(ready: list[SimNode], settings: Mapping[str, Disruption
     for n in ready:
         st = settings.get(n.nodepool)
         after = st.consolidate_after if st is not None else None
-        last = n.last_pod_event or n.initialized
+        last = n.quiet_since
         if after and last is not None and last + after > at and (wake is None or last + after < wake):
             wake = last + after
     return wake

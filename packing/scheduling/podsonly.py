@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING
 
 from packing.pods import Pod
 from packing.resources import CPU, MEMORY, PODS
+from packing.scheduling.queue import order_key
 from packing.scheduling.reasons import Reason
 from packing.scheduling.results import ExistingPlacement, PlannedNodeClaim, Results
 
@@ -73,8 +74,7 @@ class PodsOnlySolves:
         if len(set(keys)) != len(keys) or any(p.has_topology_rules for p in pods):
             return sched.solve(pods, strategy=strategy)
         # the order the solve takes them in (packing.scheduling.queue.largest_first): names break ties there
-        order = sorted(range(len(pods)), key=lambda i: (
-            -pods[i].requests.get(CPU, 0), -pods[i].requests.get(MEMORY, 0), pods[i].namespace, pods[i].name))
+        order = sorted(range(len(pods)), key=lambda i: order_key(pods[i]))
         question = (
             strategy, sched.input_nodes is None,
             tuple((n.name, n.capacity) for n in sched.existing_nodes),

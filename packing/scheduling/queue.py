@@ -8,13 +8,19 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING
 
+from packing.pods import Pod
 from packing.resources import CPU, MEMORY
 
 if TYPE_CHECKING:
     from packing.scheduling.preferences import PodContext
     from packing.scheduling.topology import TopologyGroup
 
-__all__ = ["RetryQueue", "largest_first"]
+__all__ = ["RetryQueue", "largest_first", "order_key"]
+
+
+def order_key(p: Pod) -> tuple[int, int, str, str]:
+    """Where a pod comes in the order solves take pods in: most cpu, then most memory, then by name."""
+    return -p.requests.get(CPU, 0), -p.requests.get(MEMORY, 0), p.namespace, p.name
 
 
 def largest_first(ctxs: Sequence[PodContext], *, keys: Sequence[str] = ()) -> list[PodContext]:
@@ -25,10 +31,7 @@ def largest_first(ctxs: Sequence[PodContext], *, keys: Sequence[str] = ()) -> li
     if CPU in keys and MEMORY in keys:
         ci, mi = list(keys).index(CPU), list(keys).index(MEMORY)
         return sorted(ctxs, key=lambda c: (-c.vec[ci], -c.vec[mi], c.pod.namespace, c.pod.name))
-    return sorted(
-        ctxs,
-        key=lambda c: (-c.pod.requests.get(CPU, 0), -c.pod.requests.get(MEMORY, 0), c.pod.namespace, c.pod.name),
-    )
+    return sorted(ctxs, key=lambda c: order_key(c.pod))
 
 
 class RetryQueue:
