@@ -231,10 +231,9 @@ class ReplayRun:
             if arrival.owner_kind == DAEMONSET:
                 self._daemonset(arrival, pod)
             if node and node in self.nodes:
+                # bound before the window opened, at a time the start state does not keep: consolidateAfter
+                # counts from the window's start (it can only wait longer than the recorded cluster did)
                 self._bind(pod.on_node(node), node, self.start)
-                # the recorded cluster bound it before the window opened: its arrival is the closest time known
-                n = self.nodes[node]
-                n.last_pod_event = max(arrival.at, n.initialized) if n.initialized else arrival.at
             elif arrival.owner_kind != DAEMONSET:
                 self.pending[key] = PendingPod(pod, self.start)
         if self.pending:
